@@ -1,0 +1,23 @@
+"""pymc_dp: differentially private Bayesian inference for PyMC.
+
+Private step methods for ``pm.sample``, exact privacy accounting, and results that are
+safe to share. See ``README.md`` and ``docs/``.
+"""
+
+from pymc_dp import accounting
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
+from pymc_dp.steps.dp_penalty import DPPenalty
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DPPenalty",
+    "PrivacyBudgetExceeded",
+    "PrivacyReport",
+    "UnsupportedModelError",
+    "accounting",
+    "privacy_report",
+    "release",
+    "sample",
+]

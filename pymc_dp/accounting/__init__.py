@@ -1,0 +1,58 @@
+"""Privacy accounting: mechanism events, the exact Gaussian accountant, the bridge to
+dp-accounting for subsampled mechanisms, noise calibration and the privacy ledger.
+
+See ``ALGORITHMS.md`` ("Accounting") for the rules, and :mod:`pymc_dp.accounting.ledger`
+for how a ledger composes its events.
+"""
+
+from pymc_dp.accounting.dp_accounting_bridge import (
+    UnsupportedEventError,
+    pld_delta,
+    pld_epsilon,
+    rdp_delta,
+    rdp_epsilon,
+    to_dp_event,
+)
+from pymc_dp.accounting.events import (
+    Event,
+    GaussianEvent,
+    LaplaceEvent,
+    PureDPEvent,
+    SubsampledGaussianEvent,
+    event_from_dict,
+)
+from pymc_dp.accounting.gaussian import (
+    gaussian_delta,
+    gaussian_epsilon,
+    max_gaussian_mu,
+    max_iterations,
+    noise_multiplier_for,
+    zcdp_epsilon,
+)
+from pymc_dp.accounting.ledger import PrivacyLedger
+from pymc_dp.accounting.validation import check_delta, check_epsilon, check_releases
+
+__all__ = [
+    "Event",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PrivacyLedger",
+    "PureDPEvent",
+    "SubsampledGaussianEvent",
+    "UnsupportedEventError",
+    "check_delta",
+    "check_epsilon",
+    "check_releases",
+    "event_from_dict",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "max_gaussian_mu",
+    "max_iterations",
+    "noise_multiplier_for",
+    "pld_delta",
+    "pld_epsilon",
+    "rdp_delta",
+    "rdp_epsilon",
+    "to_dp_event",
+    "zcdp_epsilon",
+]

@@ -1,0 +1,161 @@
+"""Mechanism events: what a run released, independent of how it is accounted.
+
+An event says *which* mechanism ran, how often and with which noise; it carries no
+privacy numbers of its own beyond what defines the mechanism. Accountants
+(:mod:`pymc_dp.accounting.ledger`) turn a list of events into (ε, δ). This split follows
+dp-accounting, where events are kept apart from accountants.
+
+Conventions
+-----------
+* ``sensitivity`` is the ℓ2 (Gaussian) or ℓ1 (Laplace) sensitivity Δ of the released
+  statistic under the neighbouring relation named in ``neighbouring``. Where the
+  sensitivity changes from release to release (DP penalty: Δ = 2·b·‖θ'−θ‖) the event
+  records a description string; the accounting only needs the noise multiplier because
+  every release is normalised by its own Δ (ALGORITHMS.md, "Gaussian compositions are
+  exact").
+* ``noise_multiplier`` z is the noise standard deviation divided by Δ, so a Gaussian
+  release costs μ = 1 / (2 z²) whatever Δ is.
+* ``count`` is how many such releases were made (may be 0 for a planned but unused
+  mechanism).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dataclasses import asdict, dataclass
+
+__all__ = [
+    "Event",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PureDPEvent",
+    "SubsampledGaussianEvent",
+    "event_from_dict",
+]
+
+REPLACE_ONE = "replace_one"
+ADD_REMOVE = "add_remove"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base class of a mechanism event (see the module docstring for conventions)."""
+
+    name: str
+    count: int = 1
+    neighbouring: str = REPLACE_ONE
+
+    kind = "event"
+
+    def __post_init__(self):
+        if not isinstance(self.count, int) or self.count < 0:
+            raise ValueError(f"{type(self).__name__}.count must be an int >= 0, got {self.count!r}")
+        if self.neighbouring not in (REPLACE_ONE, ADD_REMOVE):
+            raise ValueError(
+                f"neighbouring must be {REPLACE_ONE!r} or {ADD_REMOVE!r}, got {self.neighbouring!r}"
+            )
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict that :func:`event_from_dict` reads back."""
+        return {"kind": self.kind, **asdict(self)}
+
+
+def _check_positive(owner: str, field: str, value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{owner}.{field} must be a finite number > 0, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaussianEvent(Event):
+    """``count`` releases of ``f(X) + N(0, (z·Δ)²)``; each costs μ = 1/(2 z²)."""
+
+    noise_multiplier: float
+    sensitivity: float | str = "normalised"
+
+    kind = "gaussian"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_positive(type(self).__name__, "noise_multiplier", self.noise_multiplier)
+
+    @property
+    def mu(self) -> float:
+        """Summed μ = count / (2 z²) of these releases (a Gaussian PLD N(μ, 2μ))."""
+        return self.count / (2.0 * self.noise_multiplier**2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubsampledGaussianEvent(Event):
+    """``count`` Gaussian releases, each computed on a random batch of the data.
+
+    ``sampling`` is ``"poisson"`` (each row in with probability ``sampling_rate``) or
+    ``"without_replacement"`` (a fixed-size batch, ``sampling_rate = b / n``).
+    """
+
+    noise_multiplier: float
+    sampling_rate: float
+    sampling: str = "without_replacement"
+    sensitivity: float | str = "normalised"
+
+    kind = "subsampled_gaussian"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_positive(type(self).__name__, "noise_multiplier", self.noise_multiplier)
+        if not 0 < self.sampling_rate <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {self.sampling_rate!r}")
+        if self.sampling not in ("poisson", "without_replacement"):
+            raise ValueError(
+                f"sampling must be 'poisson' or 'without_replacement', got {self.sampling!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaplaceEvent(Event):
+    """``count`` releases of ``f(X) + Lap(Δ/ε)`` (ℓ1 sensitivity Δ); each is ε-DP."""
+
+    epsilon: float
+    sensitivity: float | str = "normalised"
+
+    kind = "laplace"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_positive(type(self).__name__, "epsilon", self.epsilon)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PureDPEvent(Event):
+    """``count`` runs of an ``epsilon``-DP mechanism (e.g. a sparse-vector run)."""
+
+    epsilon: float
+    description: str = ""
+
+    kind = "pure"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_positive(type(self).__name__, "epsilon", self.epsilon)
+
+
+_EVENT_TYPES = {
+    cls.kind: cls for cls in (GaussianEvent, SubsampledGaussianEvent, LaplaceEvent, PureDPEvent)
+}
+
+
+def register_event_type(cls: type[Event]) -> type[Event]:
+    """Make ``cls`` readable by :func:`event_from_dict` (for events defined elsewhere)."""
+    _EVENT_TYPES[cls.kind] = cls
+    return cls
+
+
+def event_from_dict(data: dict) -> Event:
+    """Inverse of :meth:`Event.to_dict`."""
+    data = dict(data)
+    kind = data.pop("kind")
+    try:
+        cls = _EVENT_TYPES[kind]
+    except KeyError:
+        raise ValueError(f"Unknown mechanism event kind {kind!r}") from None
+    return cls(**data)

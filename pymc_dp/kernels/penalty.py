@@ -1,0 +1,118 @@
+"""DP penalty (ALGORITHMS.md "DP penalty"; thesis 3.1–3.2; Yildirim & Ermis 2019).
+
+Small functions of arrays and a generator; nothing here knows PyMC. One iteration from θ:
+
+1. propose θ' (:func:`propose`: Gaussian random walk, one-component update, or guided walk);
+2. ``R = Σ_j clip_{b‖θ'−θ‖}(ℓ_j(θ') − ℓ_j(θ))``, sensitivity ``c = 2 b ‖θ'−θ‖`` under
+   replace-one;
+3. release ``R̂ = R + N(0, σ²)`` with ``σ = z · c`` (z: the noise multiplier, μ = 1/(2z²) per
+   iteration whatever c is);
+4. accept with probability ``min(1, exp(R̂ + log prior ratio − σ²/2))`` (the proposals here
+   are symmetric on the extended space, so there is no proposal ratio).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from pymc_dp.kernels.clipping import clipped_sum
+
+__all__ = [
+    "PROPOSALS",
+    "PenaltyState",
+    "penalty_transition",
+    "propose",
+]
+
+PROPOSALS = ("random_walk", "one_component", "guided")
+
+
+@dataclass(frozen=True)
+class PenaltyState:
+    """Where the chain is: θ, its cached per-datum log-likelihoods and its log prior."""
+
+    q: np.ndarray
+    loglik: np.ndarray  # private: only ever enters a clipped, noised sum
+    logprior: float
+
+
+@dataclass(frozen=True)
+class Proposal:
+    q: np.ndarray
+    coordinate: int | None  # the coordinate moved (one-component and guided walks)
+
+
+def propose(
+    rng: np.random.Generator,
+    q: np.ndarray,
+    scale: np.ndarray,
+    kind: str,
+    directions: np.ndarray | None = None,
+) -> Proposal:
+    """Draw θ' from θ = ``q``.
+
+    ``scale`` is the per-coordinate proposal standard deviation. ``"random_walk"`` moves every
+    coordinate; ``"one_component"`` one coordinate drawn uniformly; ``"guided"`` one coordinate
+    i, moved by ``directions[i] · |ξ|`` (Gustafson's guided walk: keep the direction on
+    accept, flip it on reject — see :func:`guided_directions_after`).
+    """
+    if kind == "random_walk":
+        return Proposal(q + scale * rng.standard_normal(q.shape), None)
+    i = int(rng.integers(q.size))
+    step = scale[i] * rng.standard_normal()
+    if kind == "guided":
+        step = directions[i] * abs(step)
+    elif kind != "one_component":
+        raise ValueError(f"proposal must be one of {PROPOSALS}, got {kind!r}")
+    q_new = q.copy()
+    q_new[i] += step
+    return Proposal(q_new, i)
+
+
+def guided_directions_after(directions: np.ndarray, coordinate: int, accepted: bool) -> np.ndarray:
+    """The guided walk's directions after an accept (kept) or a reject (flipped)."""
+    if accepted:
+        return directions
+    flipped = directions.copy()
+    flipped[coordinate] = -flipped[coordinate]
+    return flipped
+
+
+@dataclass(frozen=True)
+class PenaltyInfo:
+    accepted: bool
+    log_accept: float  # computed from released values only: public
+    noise_sd: float
+
+
+def penalty_transition(
+    rng: np.random.Generator,
+    state: PenaltyState,
+    q_proposed: np.ndarray,
+    loglik_fn: Callable[[np.ndarray], np.ndarray],
+    logprior_fn: Callable[[np.ndarray], float],
+    *,
+    clip_bound: float,
+    noise_multiplier: float,
+) -> tuple[PenaltyState, PenaltyInfo]:
+    """One DP penalty accept/reject of ``q_proposed``: exactly one noisy release.
+
+    ``loglik_fn`` returns per-datum log-likelihoods (read once per call, at θ' only: θ's
+    are cached in ``state``); ``logprior_fn`` the public log prior.
+    """
+    bound = clip_bound * float(np.linalg.norm(q_proposed - state.q))
+    loglik_proposed = loglik_fn(q_proposed)
+    ratio = clipped_sum(loglik_proposed - state.loglik, bound)
+    noise_sd = noise_multiplier * 2.0 * bound
+    noisy_ratio = ratio + noise_sd * rng.standard_normal()  # the release
+    logprior_proposed = logprior_fn(q_proposed)
+    log_accept = noisy_ratio + (logprior_proposed - state.logprior) - 0.5 * noise_sd**2
+    accepted = bool(np.log(rng.uniform()) < log_accept)
+    if accepted:
+        state = replace(
+            state, q=q_proposed, loglik=loglik_proposed, logprior=logprior_proposed
+        )
+    return state, PenaltyInfo(accepted, float(log_accept), noise_sd)

@@ -1,0 +1,244 @@
+"""The shared base of every private step: budget, plan, guard, chain bookkeeping.
+
+A subclass says what one chain releases and how to calibrate its noise; the base makes
+sure that no chain touches the data before its whole spending is reserved against the
+step's budget (:class:`~pymc_dp.accounting.guard.BudgetGuard`), and that no chain runs
+longer than it reserved.
+
+The budget plan
+---------------
+A step holds a budget (ε, δ) for its whole life and splits it into ``chains`` equal chain
+allotments (``chains``: given to the step, or set by :func:`pymc_dp.sample`, else PyMC's
+default chain count). In :meth:`setup_chain` PyMC tells the step the chain's length; the
+step calibrates its noise so that one chain of that length costs one allotment, and
+reserves it. Any chain beyond the plan, any longer chain, any chain of a second run of a
+spent step — in this process or another — finds the budget used and raises
+:class:`~pymc_dp.errors.PrivacyBudgetExceeded` before reading the data.
+
+Writing a subclass
+------------------
+Implement
+
+* ``_calibrate(iterations, chains)``: set the noise so that ``chains`` chains of
+  ``iterations`` iterations together cost at most (ε, δ) (skip if the user fixed it);
+* ``_chain_events(iterations)``: the mechanism events one chain of that length releases;
+* ``_start_chain()``: reset per-chain state (caches; the base already holds the chain's rng);
+* ``_transition(q)``: one iteration from the raveled point ``q``; returns the new point and
+  the stats dict (only values computed from released quantities);
+* ``_iteration_privacy_stats()``: the per-draw privacy stats (e.g. ``dp_mu``).
+
+and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_class``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pymc.blocking import RaveledVars
+from pymc.model import modelcontext
+from pymc.pytensorf import make_shared_replacements
+from pymc.sampling.parallel import _cpu_count
+from pymc.step_methods.arraystep import ArrayStepShared
+from pymc.step_methods.compound import Competence
+
+from pymc_dp.accounting.events import Event
+from pymc_dp.accounting.guard import BudgetGuard
+from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.errors import PrivacyBudgetExceeded
+from pymc_dp.model import PrivateModel
+
+__all__ = ["PrivateStep", "pymc_default_chains"]
+
+
+def pymc_default_chains() -> int:
+    """The number of chains ``pm.sample`` runs when given neither ``chains`` nor ``cores``."""
+    return max(2, min(4, _cpu_count()))
+
+
+@dataclass
+class _ChainBudget:
+    """Iterations reserved for the running chain, and how many ran (never in sampling state)."""
+
+    reserved: int
+    done: int = 0
+
+
+class PrivateStep(ArrayStepShared):
+    """Base class of private PyMC steps (see the module docstring).
+
+    Parameters
+    ----------
+    vars : list, optional
+        Must be every free variable of the model (the default).
+    eps : float
+        The privacy budget ε of this step object for its whole life (> 0).
+    delta : float, optional
+        The budget δ, in (0, 1). Default ``0.1 / n`` for n individuals.
+    chains : int, optional
+        The number of chains the budget is split over. Default: what ``pm.sample`` runs
+        by default on this machine; :func:`pymc_dp.sample` sets it from its ``chains``.
+    ledger_dir : str or Path, optional
+        Where the budget ledger file lives (default: ``$PYMC_DP_LEDGER_DIR`` or the system
+        temp directory). Copies of the step in other processes share it.
+    model, initial_point, compile_kwargs, rng
+        As for PyMC steps.
+    """
+
+    default_blocked = True
+    #: whether the step needs continuous free variables
+    needs_continuous = True
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        eps: float,
+        delta: float | None = None,
+        chains: int | None = None,
+        ledger_dir=None,
+        model=None,
+        initial_point: dict | None = None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = True,
+        rng=None,
+    ):
+        # Public arguments first: bad input fails before the model or its data is touched.
+        check_epsilon(eps)
+        if delta is not None:
+            check_delta(delta)
+        if not blocked:
+            raise ValueError(
+                f"{type(self).__name__} updates all variables in one block (blocked=True): "
+                "separate per-variable steps would each need their own budget."
+            )
+        if chains is not None:
+            _check_chains(chains)
+
+        model = modelcontext(model)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        self.private_model = PrivateModel(
+            model,
+            vars,
+            continuous=self.needs_continuous,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+        )
+        if self.private_model.deterministics_reading_data:
+            warnings.warn(
+                f"Deterministics {self.private_model.deterministics_reading_data} are computed "
+                "from data. pm.sample would record them in the trace without noise; "
+                "pymc_dp.sample leaves them out and pymc_dp.release removes them.",
+                UserWarning,
+                stacklevel=3,
+            )
+        self.epsilon = float(eps)
+        self.delta = float(delta) if delta is not None else 0.1 / self.private_model.n_data
+        self.planned_chains = int(chains) if chains is not None else pymc_default_chains()
+        self.guard = BudgetGuard(
+            self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
+        )
+        self.run_id: str | None = None  # set by pymc_dp.sample, recorded with reservations
+        self._chain: _ChainBudget | None = None
+
+        vars = self.private_model.value_vars
+        shared = make_shared_replacements(initial_point, vars, model)
+        super().__init__(vars, shared, blocked=True, rng=rng)
+
+    # ------------------------------------------------------------------ plan
+    def plan(self, chains: int) -> None:
+        """Split the budget over ``chains`` chains (before any chain of this step ran)."""
+        _check_chains(chains)
+        if chains != self.planned_chains and self.guard.reservations():
+            raise PrivacyBudgetExceeded(
+                f"This step already ran chains planned as {self.planned_chains} shares of its "
+                f"budget; it cannot be re-planned for {chains} chains. Create a new step."
+            )
+        self.planned_chains = int(chains)
+
+    # ------------------------------------------------------------------ chains
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Calibrate the noise for this chain's length, then reserve its whole cost.
+
+        Raises
+        ------
+        PrivacyBudgetExceeded
+            If the reservation does not fit in what is left of the budget. Nothing has
+            been read from the data at this point.
+        """
+        super().setup_chain(rng, tune, draws)
+        iterations = int(tune) + int(draws)
+        if iterations < 1:
+            raise ValueError("A chain needs at least one iteration.")
+        self._chain = None
+        self._calibrate(iterations, self.planned_chains)
+        events = self._chain_events(iterations)
+        self.guard.reserve(
+            events,
+            run_id=self.run_id,
+            tune=int(tune),
+            draws=int(draws),
+            step=type(self).__name__,
+        )
+        self._chain = _ChainBudget(reserved=iterations)
+        self._start_chain()
+
+    def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
+        chain = self._chain
+        if chain is None:
+            raise PrivacyBudgetExceeded(
+                f"{type(self).__name__}.step was called outside a planned chain. Sample with "
+                "pm.sample or pymc_dp.sample, which call setup_chain to reserve the budget."
+            )
+        if chain.done >= chain.reserved:
+            raise PrivacyBudgetExceeded(
+                f"This chain reserved {chain.reserved} iterations and has run them all; "
+                "another iteration would spend privacy that was not reserved."
+            )
+        chain.done += 1
+        q_new, stats = self._transition(q0.data)
+        stats.update(self._iteration_privacy_stats())
+        return RaveledVars(q_new, q0.point_map_info), [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        # Never picked automatically: privacy needs an explicit budget.
+        return Competence.INCOMPATIBLE
+
+    # ------------------------------------------------------------------ subclass hooks
+    def _calibrate(self, iterations: int, chains: int) -> None:
+        raise NotImplementedError
+
+    def _chain_events(self, iterations: int) -> list[Event]:
+        raise NotImplementedError
+
+    def _start_chain(self) -> None:
+        raise NotImplementedError
+
+    def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _iteration_privacy_stats(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+def _check_chains(chains) -> None:
+    if not (isinstance(chains, int | np.integer) and chains >= 1):
+        raise ValueError(f"chains must be an int >= 1, got {chains!r}")
+
+
+def _finite_positive(name: str, value) -> float:
+    """``value`` as a float, or a ValueError naming ``name``."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return value

@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+
+from pymc_dp.accounting import gaussian_epsilon
+from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.kernels.clipping import clipped_sum
+from pymc_dp.kernels.penalty import (
+    PenaltyState,
+    guided_directions_after,
+    penalty_transition,
+    propose,
+)
+
+
+def test_clipped_sum_has_sensitivity_two_bound():
+    rng = np.random.default_rng(0)
+    bound = 0.7
+    worst = 0.0
+    for _ in range(200):
+        v = rng.normal(scale=3, size=20)
+        w = v.copy()
+        w[rng.integers(20)] = rng.normal(scale=100)
+        worst = max(worst, abs(clipped_sum(v, bound) - clipped_sum(w, bound)))
+    assert worst <= 2 * bound + 1e-12
+    assert worst > 1.5 * bound  # the bound is reached, not just respected
+    assert clipped_sum(np.array([np.inf, -np.inf, np.nan]), 1.0) == -1.0
+
+
+def test_proposals():
+    rng = np.random.default_rng(1)
+    q = np.zeros(4)
+    scale = np.array([1.0, 2.0, 3.0, 4.0])
+    rw = propose(rng, q, scale, "random_walk")
+    assert rw.coordinate is None and np.all(rw.q != 0)
+    ocu = propose(rng, q, scale, "one_component")
+    assert np.count_nonzero(ocu.q) == 1 and ocu.q[ocu.coordinate] != 0
+    directions = np.array([1.0, -1.0, 1.0, -1.0])
+    for _ in range(50):
+        g = propose(rng, q, scale, "guided", directions)
+        assert np.sign(g.q[g.coordinate]) == directions[g.coordinate]
+    assert np.array_equal(guided_directions_after(directions, 2, True), directions)
+    assert guided_directions_after(directions, 2, False)[2] == -1.0
+    with pytest.raises(ValueError, match="proposal"):
+        propose(rng, q, scale, "hmc")
+
+
+def _normal_loglik(x):
+    return lambda q: -0.5 * (x - q[0]) ** 2
+
+
+def _released_log_accepts(x, noise_multiplier, clip_bound, runs, seed):
+    """log α of one iteration from θ = 0 to θ' = 0.1, many times (an affine map of R̂)."""
+    rng = np.random.default_rng(seed)
+    loglik = _normal_loglik(x)
+    state = PenaltyState(q=np.zeros(1), loglik=loglik(np.zeros(1)), logprior=0.0)
+    out = np.empty(runs)
+    for i in range(runs):
+        _, info = penalty_transition(
+            rng,
+            state,
+            np.array([0.1]),
+            loglik,
+            lambda q: 0.0,
+            clip_bound=clip_bound,
+            noise_multiplier=noise_multiplier,
+        )
+        out[i] = info.log_accept
+    return out
+
+
+def test_noise_sd_is_noise_multiplier_times_sensitivity():
+    z, b = 1.3, 2.0
+    x = np.zeros(10)
+    log_accepts = _released_log_accepts(x, z, b, 4000, seed=2)
+    expected_sd = z * 2 * b * 0.1
+    assert np.std(log_accepts) == pytest.approx(expected_sd, rel=0.05)
+    # mean: R + prior ratio − σ²/2, R = Σ −(0.1²)/2 (no clipping at this bound)
+    expected_mean = 10 * (-0.005) - 0.5 * expected_sd**2
+    assert np.mean(log_accepts) == pytest.approx(expected_mean, abs=4 * expected_sd / np.sqrt(4000))
+
+
+# Neighbours: one row at +100 or at −100, so its clipped ratio sits at +b‖Δθ‖ or −b‖Δθ‖:
+# the released ratios differ by exactly the sensitivity 2b‖Δθ‖.
+D = np.array([0.0, 0.0, 0.0, 100.0])
+D_PRIME = np.array([0.0, 0.0, 0.0, -100.0])
+
+
+def _audit(noise_used, runs=20_000, delta=1e-3):
+    a = _released_log_accepts(D, noise_used, 1.0, runs, seed=3)
+    b = _released_log_accepts(D_PRIME, noise_used, 1.0, runs, seed=4)
+    return epsilon_lower_bound(a, b, delta=delta)
+
+
+def test_empirical_audit_of_one_iteration_stays_below_the_claim():
+    z, delta = 1.0, 1e-3
+    claimed = gaussian_epsilon(1 / (2 * z**2), delta)
+    assert _audit(z, delta=delta) <= claimed
+
+
+def test_the_audit_catches_noise_half_as_large_as_claimed():
+    z, delta = 1.0, 1e-3
+    claimed = gaussian_epsilon(1 / (2 * z**2), delta)
+    assert _audit(z / 2, delta=delta) > claimed

@@ -1,0 +1,134 @@
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+import scipy.stats as st
+
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model import PrivateModel, data_dependent_deterministics
+
+
+@pytest.fixture(scope="module")
+def regression():
+    rng = np.random.default_rng(0)
+    n = 200
+    X = rng.normal(size=(n, 2))
+    y = X @ [1.0, -2.0] + rng.normal(size=n)
+    Z = rng.normal(size=(n, 2))
+    with pm.Model() as m:
+        Xd = pm.Data("X", X)
+        beta = pm.Normal("beta", 0, 10, shape=2)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", Xd @ beta, s, observed=y)
+        pm.MvNormal("z", mu=pt.zeros(2), cov=np.eye(2), observed=Z)
+        pm.Deterministic("fit", Xd @ beta)
+        pm.Deterministic("beta_sum", beta.sum())
+    return m, X, y, Z
+
+
+def test_per_datum_loglik_sums_every_observed_element_of_a_row(regression):
+    m, X, y, Z = regression
+    pmodel = PrivateModel(m)
+    assert pmodel.n_data == 200 and pmodel.dim == 3
+    q = np.array([0.5, -1.0, np.log(2.0)])  # beta, log(s)
+    expected = st.norm(X @ q[:2], 2.0).logpdf(y) + st.multivariate_normal(
+        np.zeros(2), np.eye(2)
+    ).logpdf(Z)
+    np.testing.assert_allclose(pmodel.loglik(q), expected, rtol=1e-10)
+
+
+def test_logprior_is_on_the_value_space_with_jacobian(regression):
+    m, *_ = regression
+    pmodel = PrivateModel(m)
+    q = np.array([0.5, -1.0, np.log(2.0)])
+    expected = (
+        st.norm(0, 10).logpdf(q[:2]).sum() + st.halfnorm(scale=1).logpdf(2.0) + np.log(2.0)
+    )
+    assert pmodel.logprior(q) == pytest.approx(expected, rel=1e-7)
+
+
+def test_pm_data_observed_and_batch_rows():
+    y = np.arange(6.0)
+    with pm.Model() as m:
+        yd = pm.Data("yd", y)
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1, observed=yd)
+    pmodel = PrivateModel(m)
+    np.testing.assert_allclose(pmodel.loglik(np.array([1.0])), st.norm(1, 1).logpdf(y))
+    assert pmodel.unravel(pmodel.ravel({"mu": np.array(0.3)}))["mu"] == pytest.approx(0.3)
+
+
+def test_data_dependent_deterministics_are_found(regression):
+    m, *_ = regression
+    assert data_dependent_deterministics(m) == ["fit"]
+
+
+def _model(**kw):
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1, observed=kw.get("y", np.zeros(5)))
+    return m
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: pm.Normal("x", 0, 1), "no observed"),
+        (
+            lambda: (
+                pm.Normal("y1", pm.Normal("a"), 1, observed=np.zeros(5)),
+                pm.Normal("y2", 0, 1, observed=np.zeros(4)),
+            ),
+            "leading",
+        ),
+        (
+            lambda: (pm.Poisson("k", 3), pm.Normal("y", 0, 1, observed=np.zeros(3))),
+            "discrete",
+        ),
+        (lambda: pm.Normal("y", pm.Normal("a"), 1, observed=np.array(1.0)), "scalar"),
+        (
+            lambda: (
+                a := pm.Normal("a"),
+                d := pm.Data("d", np.ones(3)),
+                pm.Normal("y", a, 1, observed=np.zeros(3)),
+                pm.Potential("p", (d * a).sum()),
+            ),
+            "Potential",
+        ),
+        (
+            lambda: (
+                d := pm.Data("d", np.ones(3)),
+                a := pm.Normal("a", d.mean(), 1),
+                pm.Normal("y", a, 1, observed=d),
+            ),
+            "prior",
+        ),
+    ],
+    ids=["no-observed", "leading-lengths", "discrete", "scalar-observed", "potential", "prior"],
+)
+def test_unsupported_models_are_refused(build, message):
+    with pm.Model() as m:
+        build()
+    with pytest.raises(UnsupportedModelError, match=message):
+        PrivateModel(m)
+
+
+def test_a_step_must_cover_every_free_variable():
+    with pm.Model() as m:
+        a = pm.Normal("a")
+        b = pm.Normal("b")
+        pm.Normal("y", a + b, 1, observed=np.zeros(3))
+    with pytest.raises(UnsupportedModelError, match="NUTS"):
+        PrivateModel(m, vars=[a])
+
+
+def test_non_finite_data_is_refused_without_echoing_it():
+    y = np.array([1.2345678, np.nan, 3.0])
+    with pytest.raises(ValueError, match="non-finite") as err:
+        PrivateModel(_model(y=y))
+    assert "1.2345678" not in str(err.value)
+
+
+def test_infinite_data_is_refused():
+    with pytest.raises(ValueError, match="non-finite"):
+        PrivateModel(_model(y=np.array([1.0, np.inf, 3.0])))

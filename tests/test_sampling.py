@@ -1,0 +1,108 @@
+import json
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+import pymc_dp
+
+from pymc_dp.accounting import GaussianEvent, PrivacyLedger, gaussian_epsilon
+
+SAMPLE = dict(progressbar=False, cores=1, compute_convergence_checks=False)
+
+
+@pytest.fixture(scope="module")
+def regression_model():
+    rng = np.random.default_rng(0)
+    n = 300
+    X = rng.normal(size=(n, 2))
+    y = X @ [1.0, -0.5] + rng.normal(size=n)
+    with pm.Model() as m:
+        Xd = pm.Data("X", X)
+        beta = pm.Normal("beta", 0, 5, shape=2)
+        pm.Deterministic("fit", Xd @ beta)  # computed from data: must never be released
+        pm.Deterministic("beta_sum", beta.sum())  # public
+        pm.Normal("y", Xd @ beta, 1.0, observed=y)
+    return m
+
+
+@pytest.fixture(scope="module")
+def released(regression_model):
+    with regression_model:
+        with pytest.warns(UserWarning, match="computed from data"):
+            step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
+        idata = pymc_dp.sample(step=step, draws=100, tune=100, chains=2, random_seed=3, **SAMPLE)
+    return idata, step
+
+
+def test_result_carries_no_private_data(released):
+    idata, _ = released
+    assert set(idata.children) == {"posterior", "sample_stats"}
+    assert "fit" not in idata.posterior and "beta_sum" in idata.posterior
+    stats = set(idata.sample_stats.data_vars)
+    assert {"accept", "accepted", "dp_mu", "dp_mu_chain", "dp_delta"} <= stats
+    assert not stats & {"lp", "model_logp", "clip_fraction", "log_likelihood"}
+
+
+def test_result_attrs_and_report(released):
+    idata, step = released
+    assert idata.attrs["dp_epsilon"] == pytest.approx(3.0, rel=1e-6)
+    assert idata.attrs["dp_delta"] == pytest.approx(0.1 / 300)
+    report = json.loads(idata.attrs["dp_report"])
+    assert report["budget"]["epsilon"] == 3.0 and report["budget"]["planned_chains"] == 2
+    assert len(report["chains"]) == 2
+    assert all(c["tune"] == 100 and c["draws"] == 100 for c in report["chains"])
+    assert report["spent"]["from_trace"]["epsilon"] == pytest.approx(3.0, rel=1e-6)
+    assert report["ledger"][0]["kind"] == "gaussian"
+    text = str(pymc_dp.privacy_report(idata))
+    assert "budget" in text and "chain" in text
+
+
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+def test_attrs_survive_saving(released, tmp_path, fmt):
+    idata, _ = released
+    path = tmp_path / f"result.{fmt}"
+    if fmt == "netcdf":
+        idata.to_netcdf(path)
+        back = xr.open_datatree(path)
+    else:
+        idata.to_zarr(path)
+        back = xr.open_datatree(path, engine="zarr")
+    assert back.attrs["dp_epsilon"] == idata.attrs["dp_epsilon"]
+    assert json.loads(back.attrs["dp_report"]) == json.loads(idata.attrs["dp_report"])
+    assert pymc_dp.privacy_report(back).epsilon == pytest.approx(3.0, rel=1e-6)
+
+
+def test_privacy_report_of_plain_pm_sample_is_recomputed_from_the_trace(regression_model):
+    with regression_model:
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=3.0, chains=2)
+        idata = pm.sample(draws=50, tune=30, chains=2, step=step, random_seed=0, **SAMPLE)
+    report = pymc_dp.privacy_report(idata)
+    assert report.epsilon == pytest.approx(2.0, rel=1e-6)
+    assert "trace" in report.source
+    # plain pm.sample keeps the private groups; release strips them
+    assert "observed_data" in idata.children and "fit" in idata.posterior
+    clean = pymc_dp.release(idata, model=regression_model)
+    assert "observed_data" not in clean.children and "constant_data" not in clean.children
+    assert "fit" not in clean.posterior
+
+
+def test_non_private_steps_are_refused(regression_model):
+    with regression_model:
+        dp = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
+        with pytest.raises(pymc_dp.UnsupportedModelError, match="Metropolis"):
+            pymc_dp.sample(step=[dp, pm.Metropolis()], draws=10, tune=0, chains=1)
+        with pytest.raises(ValueError, match="never released"):
+            pymc_dp.sample(step=dp, draws=10, idata_kwargs={"log_likelihood": True})
+        with pytest.raises(ValueError, match="computed from data"):
+            pymc_dp.sample(step=dp, draws=10, var_names=["beta", "fit"])
+    assert dp.guard.reservations() == []  # nothing ran
+
+
+def test_privacy_report_of_a_ledger_and_of_nothing():
+    ledger = PrivacyLedger([GaussianEvent(name="mean", count=4, noise_multiplier=3.0)])
+    report = pymc_dp.privacy_report(ledger, delta=1e-6)
+    assert report.epsilon == pytest.approx(gaussian_epsilon(4 / 18, 1e-6))
+    with pytest.raises(ValueError, match="no privacy information"):
+        pymc_dp.privacy_report(xr.DataTree.from_dict({"posterior": xr.Dataset()}))
