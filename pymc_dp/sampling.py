@@ -77,7 +77,8 @@ class PrivacyReport:
                 f"ε = {spent['step_lifetime_epsilon']:.6g}"
             )
         for row in self.details.get("chains", []):
-            lines.append("  chain " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+            shown = {k: v for k, v in row.items() if k != "events"}
+            lines.append("  chain " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
         for row in self.details.get("ledger", []):
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         return "\n".join(lines)
@@ -237,8 +238,9 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
             "step_lifetime_epsilon": lifetime,
             "from_trace": _trace_spent(steps, idata),
         },
-        "accountant": "exact Gaussian composition (summed μ) for Gaussian releases; "
-        "basic composition across steps and with pure-DP releases",
+        "accountant": "PrivacyLedger: exact Gaussian composition (summed μ) for plain "
+        "Gaussian releases, dp-accounting for subsampled ones, basic composition with "
+        "pure-DP releases and across steps",
         "steps": [{"step": type(s).__name__, **_public_settings(s)} for s in steps],
         "chains": [c for _, _, cs in per_step for c in cs],
         "ledger": [row for _, ledger, _ in per_step for row in ledger.summary()],

@@ -30,8 +30,6 @@ from pymc_dp.errors import PrivacyBudgetExceeded
 
 __all__ = ["BudgetGuard", "default_ledger_dir"]
 
-# Relative slack on the budget check, for floating-point round-off in the accountant only.
-_ROUNDOFF = 1e-9
 
 
 def default_ledger_dir() -> Path:
@@ -116,7 +114,7 @@ class BudgetGuard:
             ledger = _ledger_of(data["reservations"])
             ledger.extend(events)
             cost = ledger.epsilon(self.delta)
-            if cost > self.epsilon * (1 + _ROUNDOFF):
+            if cost > self.epsilon:
                 already = _ledger_of(data["reservations"]).epsilon(self.delta)
                 raise PrivacyBudgetExceeded(
                     f"This run would take the privacy spent to ε = {cost:.4g} (δ = "
