@@ -7,12 +7,21 @@ safe to share. See ``README.md`` and ``docs/``.
 from pymc_dp import accounting
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
+from pymc_dp.distances import MMD, ClippedDistance, RandomFeatureMMD
+from pymc_dp.kernels.svt import flip_probability
+from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 from pymc_dp.steps.dp_penalty import DPPenalty
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ABCDP",
+    "ClippedDistance",
     "DPPenalty",
+    "MMD",
+    "RandomFeatureMMD",
+    "accepted_samples",
+    "flip_probability",
     "PrivacyBudgetExceeded",
     "PrivacyReport",
     "UnsupportedModelError",

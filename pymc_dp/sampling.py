@@ -241,18 +241,13 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
         "accountant": "PrivacyLedger: exact Gaussian composition (summed μ) for plain "
         "Gaussian releases, dp-accounting for subsampled ones, basic composition with "
         "pure-DP releases and across steps",
-        "steps": [{"step": type(s).__name__, **_public_settings(s)} for s in steps],
+        "steps": [{"step": type(s).__name__, **s.public_settings()} for s in steps],
         "chains": [c for _, _, cs in per_step for c in cs],
         "ledger": [row for _, ledger, _ in per_step for row in ledger.summary()],
         "note": "ε counts every release of every chain, tuning included; chains reserve "
         "their whole cost before reading the data.",
     }
     return PrivacyReport(epsilon, delta, "pymc_dp.sample (reserved ledger of this run)", details)
-
-
-def _public_settings(step: PrivateStep) -> dict:
-    keys = ("epsilon", "delta", "clip_bound", "proposal", "planned_chains")
-    return {k: getattr(step, k) for k in keys if hasattr(step, k)}
 
 
 def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
@@ -364,24 +359,38 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
 
 
 def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport:
+    """Recompute a run's cost from the per-draw privacy stats of its trace.
+
+    Gaussian steps record ``dp_mu_chain`` (μ of the chain so far, tuning included) and
+    ``dp_delta``; pure ε-DP steps record ``dp_epsilon_chain``. Chains compose: μ adds up
+    exactly, pure ε adds up.
+    """
     stats = idata.children.get("sample_stats")
-    if stats is None or "dp_mu_chain" not in stats:
+    if stats is None or not ({"dp_mu_chain", "dp_epsilon_chain"} & set(stats.data_vars)):
         raise ValueError(
             "This result carries no privacy information: it was not produced by a pymc_dp "
-            "step (no dp_report attribute, no dp_mu_chain sample stat)."
+            "step (no dp_report attribute, no dp_mu_chain or dp_epsilon_chain sample stat)."
         )
-    mu_chain = stats["dp_mu_chain"].isel(draw=-1)
-    mu_total = float(np.sum(mu_chain.values))
-    if delta is None:
-        delta = float(np.max(stats["dp_delta"].values))
+    chains, details = [], {}
+    mu_total, pure_total = 0.0, 0.0
+    if "dp_mu_chain" in stats:
+        mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
+        mu_total = float(mu.sum())
+        details["mu_total"] = mu_total
+        chains += [{"chain": i, "mu": float(m)} for i, m in enumerate(mu)]
+        if delta is None:
+            delta = float(np.max(stats["dp_delta"].values))
+    if "dp_epsilon_chain" in stats:
+        eps = np.ravel(stats["dp_epsilon_chain"].isel(draw=-1).values)
+        pure_total = float(eps.sum())
+        details["pure_epsilon_total"] = pure_total
+        chains += [{"chain": i, "epsilon": float(e)} for i, e in enumerate(eps)]
+    delta = 0.0 if delta is None else delta
+    epsilon = pure_total + (gaussian_epsilon(mu_total, delta) if mu_total > 0 else 0.0)
     return PrivacyReport(
-        gaussian_epsilon(mu_total, delta),
+        epsilon,
         delta,
-        "recomputed from the trace's dp_mu_chain stats (exact Gaussian composition)",
-        {
-            "chains": [
-                {"chain": i, "mu": float(m)} for i, m in enumerate(np.ravel(mu_chain.values))
-            ],
-            "mu_total": mu_total,
-        },
+        "recomputed from the trace's privacy stats (exact Gaussian composition of dp_mu_chain; "
+        "pure ε of dp_epsilon_chain added)",
+        {"chains": chains, **details},
     )

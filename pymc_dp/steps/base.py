@@ -51,7 +51,7 @@ from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.validation import check_delta, check_epsilon
 from pymc_dp.errors import PrivacyBudgetExceeded
-from pymc_dp.model import PrivateModel
+from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
 __all__ = ["PrivateStep", "pymc_default_chains"]
 
@@ -93,6 +93,8 @@ class PrivateStep(ArrayStepShared):
     default_blocked = True
     #: whether the step needs continuous free variables
     needs_continuous = True
+    #: pure ε-DP steps (no δ): their budget and reports have δ = 0
+    pure_dp = False
 
     def __init__(
         self,
@@ -119,27 +121,27 @@ class PrivateStep(ArrayStepShared):
             )
         if chains is not None:
             _check_chains(chains)
+        if self.pure_dp and delta is not None:
+            raise ValueError(f"{type(self).__name__} is pure ε-DP: it takes no delta.")
 
         model = modelcontext(model)
         if initial_point is None:
             initial_point = model.initial_point()
-        self.private_model = PrivateModel(
-            model,
-            vars,
-            continuous=self.needs_continuous,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-        )
-        if self.private_model.deterministics_reading_data:
+        self.private_model = self._make_adapter(model, vars, initial_point, compile_kwargs)
+        private_deterministics = data_dependent_deterministics(model)
+        if private_deterministics:
             warnings.warn(
-                f"Deterministics {self.private_model.deterministics_reading_data} are computed "
+                f"Deterministics {private_deterministics} are computed "
                 "from data. pm.sample would record them in the trace without noise; "
                 "pymc_dp.sample leaves them out and pymc_dp.release removes them.",
                 UserWarning,
                 stacklevel=3,
             )
         self.epsilon = float(eps)
-        self.delta = float(delta) if delta is not None else 0.1 / self.private_model.n_data
+        if self.pure_dp:
+            self.delta = 0.0
+        else:
+            self.delta = float(delta) if delta is not None else 0.1 / self.private_model.n_data
         self.planned_chains = int(chains) if chains is not None else pymc_default_chains()
         self.guard = BudgetGuard(
             self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
@@ -150,6 +152,28 @@ class PrivateStep(ArrayStepShared):
         vars = self.private_model.value_vars
         shared = make_shared_replacements(initial_point, vars, model)
         super().__init__(vars, shared, blocked=True, rng=rng)
+
+    def _make_adapter(self, model, vars, initial_point, compile_kwargs):
+        """The object through which this step reads the model and its data.
+
+        Must have ``value_vars`` (all free variables, in the step's order) and, unless the
+        step is pure ε-DP, ``n_data``. Default: :class:`~pymc_dp.model.PrivateModel`.
+        """
+        return PrivateModel(
+            model,
+            vars,
+            continuous=self.needs_continuous,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+        )
+
+    def public_settings(self) -> dict[str, Any]:
+        """Settings that define the mechanism (all public), for reports."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "planned_chains": self.planned_chains,
+        }
 
     # ------------------------------------------------------------------ plan
     def plan(self, chains: int) -> None:

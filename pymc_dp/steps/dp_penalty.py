@@ -167,6 +167,14 @@ class DPPenalty(GaussianPrivateStep):
             self._check_one_iteration_fits()
         self._penalty_state: PenaltyState | None = None
 
+    def public_settings(self) -> dict[str, Any]:
+        return {
+            **super().public_settings(),
+            "clip_bound": self.clip_bound,
+            "proposal": self.proposal,
+            "noise_multiplier": self.noise_multiplier if self._fixed_noise else "calibrated",
+        }
+
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:
         return 1.0 / (2.0 * self.noise_multiplier**2)

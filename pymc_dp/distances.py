@@ -1,0 +1,519 @@
+"""Distances between datasets with a known replace-one sensitivity, for ABCDP.
+
+ABCDP (``ALGORITHMS.md``, "ABCDP") tests ``ρ(Y*, Y_t)`` between the private observations Y*
+(N rows) and a simulated dataset Y_t. Its privacy rests on the sensitivity
+
+    Δ_ρ ≥ sup |ρ(Y*, Y) − ρ(Y*', Y)|   over Y and neighbours Y*, Y*' (one row replaced).
+
+Three distances are offered:
+
+* :class:`MMD` — the (biased, V-statistic) maximum mean discrepancy with the Gaussian kernel
+  ``k(x, y) = exp(−‖x − y‖² / (2 l²))``, computed exactly (O(N²) per simulation). Lemma 4.1 of
+  Park et al.: with equal set sizes ``Δ_ρ = 2 √B_k / N`` and ``ρ ≤ 2 √B_k`` (B_k = 1 here).
+* :class:`RandomFeatureMMD` — the MMD of the random-Fourier-feature map
+  ``φ(x) = D^{-1/2} (cos ω_j·x, sin ω_j·x)_{j=1..D}``, ``ω_j ~ N(0, l^{-2} I)``, an unbiased
+  approximation of the same Gaussian kernel. ``‖φ(x)‖ = 1`` exactly, so it is the exact MMD of a
+  kernel bounded by 1 and Lemma 4.1 gives the same ``Δ_ρ = 2 / N``. Linear in N.
+* :class:`ClippedDistance` — any other distance, clamped to ``[0, C]`` with a sensitivity the
+  user declares (at most C, which the clamp guarantees).
+
+The kernel bandwidth ``l`` is either fixed by the user or set by the median heuristic on
+**simulated data only** (:func:`median_heuristic`); the private observations are never used to
+tune it (one published ABCDP experiment did, which leaks).
+
+Life cycle (each stage sees only what it may see)::
+
+    dist = RandomFeatureMMD(bandwidth="median", n_features=100)
+    fitted = dist.fit(pilot_simulations, rng)        # public: bandwidth, frequencies
+    summaries = [fitted.summarize(y) for y in sims]  # public: may run on any executor
+    bound = fitted.bind(y_private)                   # reads the private data
+    rho = bound(summaries)                           # distances, never released
+
+Floating point. The sensitivity bounds hold in exact arithmetic. The declared
+:meth:`~Distance.sensitivity` adds a small, documented allowance for rounding so that the bound
+holds for the computed values too: a relative ``1e-5`` for the random features (their trig is
+evaluated in float32 for speed; float32 ``cos² + sin²`` is within ``1e-6`` of 1) plus ``4·N·u``
+for the float64 accumulation (u = float64 unit round-off), and an absolute ``2·sqrt(256·u)``
+(3.4e-7) for the exact MMD, whose ``sqrt`` of a difference of kernel means can turn a rounding
+error e of MMD² into sqrt(e) near zero. At N = 5000 these are 0.001 % and 0.09 % of Δ = 2/N.
+"""
+
+from __future__ import annotations
+
+import math
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+__all__ = [
+    "BoundDistance",
+    "ClippedDistance",
+    "Distance",
+    "MMD",
+    "RandomFeatureMMD",
+    "gaussian_kernel_mean",
+    "median_heuristic",
+    "mmd_gaussian",
+]
+
+_U64 = np.finfo(np.float64).eps / 2
+# Upper bound on |‖φ̃(x)‖ − 1| for the float32 random-feature map (measured ≲ 1e-7; see tests).
+_RFF_FLOAT32_SLACK = 1e-5
+_BLOCK_ELEMENTS = 1 << 21  # ~16 MB of float64 per kernel block
+# Rounding of MMD² = mean k_xx + mean k_yy − 2 mean k_xy (pairwise sums inside blocks, fsum
+# across blocks, ≤ 1 ulp per kernel value) stays far below 256·u; sqrt turns it into ≤ sqrt(256·u).
+_EXACT_MMD_SLACK = 2.0 * math.sqrt(256.0 * _U64)
+
+
+def _check_rows(n_rows) -> int:
+    if isinstance(n_rows, bool) or not isinstance(n_rows, int | np.integer) or n_rows < 1:
+        raise ValueError(f"the number of rows must be an int >= 1, got {n_rows!r}")
+    return int(n_rows)
+
+
+def _as_rows(y, name: str = "data") -> np.ndarray:
+    """A dataset as a float64 array of shape (N, d): rows are individuals."""
+    a = np.asarray(y, dtype=np.float64)
+    if a.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension (rows), got a scalar")
+    if a.ndim == 1:
+        a = a[:, None]
+    elif a.ndim > 2:
+        a = a.reshape(a.shape[0], -1)
+    if a.shape[0] == 0:
+        raise ValueError(f"{name} has no rows")
+    return a
+
+
+def median_heuristic(
+    simulated: Sequence[np.ndarray] | np.ndarray,
+    rng: np.random.Generator,
+    *,
+    max_rows: int = 1000,
+) -> float:
+    """Median pairwise Euclidean distance between rows of *simulated* datasets.
+
+    ``simulated`` is one dataset (rows × …) or a sequence of datasets; rows are pooled and at most
+    ``max_rows`` of them, chosen with ``rng``, enter the O(max_rows²) computation. Pass only
+    simulated (public) data: a bandwidth chosen on the private observations is a private
+    statistic and is not covered by ABCDP's guarantee.
+    """
+    if isinstance(simulated, np.ndarray):
+        simulated = [simulated]
+    rows = np.concatenate([_as_rows(s, "simulated data") for s in simulated], axis=0)
+    if rows.shape[0] > max_rows:
+        rows = rows[rng.choice(rows.shape[0], size=max_rows, replace=False)]
+    diff = rows[:, None, :] - rows[None, :, :]
+    dist = np.sqrt(np.sum(diff * diff, axis=-1))
+    iu = np.triu_indices(rows.shape[0], k=1)
+    pairwise = dist[iu]
+    if pairwise.size == 0:
+        raise ValueError("the median heuristic needs at least two simulated rows")
+    med = float(np.median(pairwise))
+    if not med > 0:
+        positive = pairwise[pairwise > 0]
+        if positive.size == 0:
+            raise ValueError(
+                "all simulated rows are identical: the median heuristic cannot set a bandwidth; "
+                "pass bandwidth=<float>"
+            )
+        med = float(np.median(positive))
+    return med
+
+
+def gaussian_kernel_mean(a: np.ndarray, b: np.ndarray, bandwidth: float) -> float:
+    """Mean of ``exp(−‖a_i − b_j‖² / (2 l²))`` over all pairs, in blocks of bounded memory."""
+    a = _as_rows(a)
+    b = _as_rows(b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"row dimensions differ: {a.shape[1]} vs {b.shape[1]}")
+    gamma = 1.0 / (2.0 * bandwidth * bandwidth)
+    rows_per_block = max(1, _BLOCK_ELEMENTS // (b.shape[0] * b.shape[1]))
+    partial = []
+    for start in range(0, a.shape[0], rows_per_block):
+        block = a[start : start + rows_per_block]
+        if a.shape[1] == 1:
+            sq = (block - b.T) ** 2
+        else:
+            diff = block[:, None, :] - b[None, :, :]
+            sq = np.einsum("ijk,ijk->ij", diff, diff)
+        sq *= -gamma
+        np.exp(sq, out=sq)
+        partial.append(float(sq.sum()))
+    return math.fsum(partial) / (a.shape[0] * b.shape[0])
+
+
+def mmd_gaussian(x, y, bandwidth: float) -> float:
+    """The biased MMD ``‖mean φ(x) − mean φ(y)‖`` of the Gaussian kernel, exactly (O(N·M))."""
+    x = _as_rows(x, "x")
+    y = _as_rows(y, "y")
+    sq = (
+        gaussian_kernel_mean(x, x, bandwidth)
+        + gaussian_kernel_mean(y, y, bandwidth)
+        - 2.0 * gaussian_kernel_mean(x, y, bandwidth)
+    )
+    return float(min(math.sqrt(max(sq, 0.0)), 2.0))
+
+
+class Distance:
+    """A distance ρ(Y*, Y) between equal-size datasets with a known replace-one sensitivity.
+
+    Subclasses implement :meth:`sensitivity`, :meth:`fit` (fix every public hyper-parameter from
+    simulated data and a generator), :meth:`summarize` (a public summary of one simulated
+    dataset, safe to compute on any executor) and :meth:`_bind` (read the private data).
+    """
+
+    #: whether :meth:`fit` still has to fix hyper-parameters from simulated data
+    needs_fit: bool = False
+
+    def sensitivity(self, n_rows: int) -> float:  # pragma: no cover - abstract
+        """Replace-one sensitivity Δ_ρ for datasets of ``n_rows`` rows."""
+        raise NotImplementedError
+
+    def fit(self, simulated: Sequence[np.ndarray], rng: np.random.Generator) -> Distance:
+        """A copy with every public hyper-parameter fixed, from simulated data only."""
+        return self
+
+    def summarize(self, simulated: np.ndarray):
+        """Public summary of one simulated dataset; the default keeps the rows."""
+        return _as_rows(simulated, "simulated data")
+
+    def bind(self, observed) -> BoundDistance:
+        """Bind to the private observations: the only method that reads them."""
+        if self.needs_fit:
+            raise RuntimeError(
+                f"{type(self).__name__} must be fitted on simulated data (fit) before bind"
+            )
+        obs = _as_rows(observed, "observed data")
+        return self._bind(obs)
+
+    def _bind(self, observed: np.ndarray) -> BoundDistance:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass
+class BoundDistance:
+    """ρ(Y*, ·) for one private dataset: call it on a sequence of public summaries.
+
+    ``distance_fn(summary) -> float`` reads the private data captured at :meth:`Distance.bind`;
+    ``n_rows`` and ``row_shape`` describe the observed data so that simulated datasets of another
+    size are refused (Lemma 4.1 needs equal set sizes).
+    """
+
+    distance_fn: Callable[[object], float]
+    sensitivity: float
+    n_rows: int
+    row_dim: int
+    description: str = ""
+
+    def __call__(self, summaries) -> np.ndarray:
+        return np.fromiter(
+            (self.distance_fn(s) for s in summaries), dtype=np.float64, count=len(summaries)
+        )
+
+
+def _check_bandwidth(bandwidth) -> float | str:
+    if isinstance(bandwidth, str):
+        if bandwidth != "median":
+            raise ValueError(f"bandwidth must be a float > 0 or 'median', got {bandwidth!r}")
+        return bandwidth
+    try:
+        value = float(bandwidth)
+    except (TypeError, ValueError):
+        raise TypeError(f"bandwidth must be a float > 0 or 'median', got {bandwidth!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"bandwidth must be a finite float > 0 or 'median', got {bandwidth!r}")
+    return value
+
+
+def _check_same_rows(summary_rows: int, n_rows: int) -> None:
+    if summary_rows != n_rows:
+        raise ValueError(
+            f"simulated dataset has {summary_rows} rows but the observed data has {n_rows}: "
+            "the MMD sensitivity 2/N (Lemma 4.1) needs simulations of the same size as the "
+            "observations"
+        )
+
+
+@dataclass(frozen=True)
+class MMD(Distance):
+    """Exact Gaussian-kernel MMD, ``ρ = ‖mean φ(Y*) − mean φ(Y)‖`` (O(N²) per simulation).
+
+    Parameters
+    ----------
+    bandwidth : float or "median"
+        Kernel length-scale ``l`` in ``exp(−‖x − y‖² / (2 l²))``; ``"median"`` sets it to the
+        median pairwise distance of rows of simulated (prior-predictive) datasets at
+        :meth:`fit`. Never computed from the observations.
+    max_rows_median : int
+        Rows pooled from the simulations for the median heuristic.
+
+    Sensitivity: ``2 √B_k / N`` with ``B_k = 1`` (Lemma 4.1; equal set sizes are enforced), plus
+    the float allowance of the module docstring. The distance is clamped to ``[0, 2]`` (its range
+    by Lemma 4.1; the clamp is 1-Lipschitz and does not raise the sensitivity).
+    """
+
+    bandwidth: float | str = "median"
+    max_rows_median: int = 1000
+
+    def __post_init__(self):
+        object.__setattr__(self, "bandwidth", _check_bandwidth(self.bandwidth))
+
+    @property
+    def needs_fit(self) -> bool:  # type: ignore[override]
+        return self.bandwidth == "median"
+
+    def sensitivity(self, n_rows: int) -> float:
+        n = _check_rows(n_rows)
+        return 2.0 / n + _EXACT_MMD_SLACK
+
+    def fit(self, simulated, rng):
+        if not self.needs_fit:
+            return self
+        return replace(
+            self, bandwidth=median_heuristic(simulated, rng, max_rows=self.max_rows_median)
+        )
+
+    def summarize(self, simulated):
+        rows = _as_rows(simulated, "simulated data")
+        if self.needs_fit:
+            raise RuntimeError("MMD must be fitted before summarizing simulations")
+        return _ExactSummary(rows, gaussian_kernel_mean(rows, rows, self.bandwidth))
+
+    def _bind(self, observed):
+        l = float(self.bandwidth)
+        k_xx = gaussian_kernel_mean(observed, observed, l)
+        n, d = observed.shape
+
+        def distance(summary: _ExactSummary) -> float:
+            _check_same_rows(summary.rows.shape[0], n)
+            if summary.rows.shape[1] != d:
+                raise ValueError("simulated rows have another dimension than the observed rows")
+            sq = k_xx + summary.k_yy - 2.0 * gaussian_kernel_mean(observed, summary.rows, l)
+            return min(math.sqrt(max(sq, 0.0)), 2.0)
+
+        return BoundDistance(distance, self.sensitivity(n), n, d, self.describe())
+
+    def describe(self) -> str:
+        return f"MMD(gaussian, bandwidth={self.bandwidth!r}, exact)"
+
+
+@dataclass(frozen=True)
+class _ExactSummary:
+    rows: np.ndarray
+    k_yy: float
+
+
+@dataclass(frozen=True)
+class RandomFeatureMMD(Distance):
+    """Linear-time MMD with random Fourier features of the Gaussian kernel.
+
+    ``φ(x) = D^{-1/2} (cos ω_j·x, sin ω_j·x)_{j=1..D}`` with ``ω_j ~ N(0, l^{-2} I)`` drawn at
+    :meth:`fit` from the chain's generator (public). ``‖φ(x)‖ = 1`` for every x, so
+    ``ρ = ‖mean φ(Y*) − mean φ(Y)‖₂`` is the MMD of a kernel bounded by 1 and has the same
+    sensitivity ``2 / N`` as :class:`MMD` (Lemma 4.1). Cost per simulation: O(N·D·d).
+
+    Parameters
+    ----------
+    bandwidth : float or "median"
+        As for :class:`MMD`; "median" uses simulated data only.
+    n_features : int
+        Number D of frequencies (the feature vector has 2D entries).
+    precision : "float32" or "float64"
+        Precision of the trigonometric features (accumulation is always float64). float32 is
+        ~20× faster; its rounding is covered by a relative ``1e-5`` allowance in
+        :meth:`sensitivity`.
+    """
+
+    bandwidth: float | str = "median"
+    n_features: int = 100
+    precision: str = "float32"
+    max_rows_median: int = 1000
+    frequencies: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "bandwidth", _check_bandwidth(self.bandwidth))
+        if isinstance(self.n_features, bool) or not isinstance(self.n_features, int | np.integer):
+            raise TypeError(f"n_features must be an int >= 1, got {self.n_features!r}")
+        if self.n_features < 1:
+            raise ValueError(f"n_features must be an int >= 1, got {self.n_features!r}")
+        if self.precision not in ("float32", "float64"):
+            raise ValueError(f"precision must be 'float32' or 'float64', got {self.precision!r}")
+
+    @property
+    def needs_fit(self) -> bool:  # type: ignore[override]
+        return self.frequencies is None
+
+    def sensitivity(self, n_rows: int) -> float:
+        n = _check_rows(n_rows)
+        slack = _RFF_FLOAT32_SLACK if self.precision == "float32" else 1e-12
+        return 2.0 * (1.0 + slack) / n + 4.0 * n * _U64
+
+    def fit(self, simulated, rng):
+        if not self.needs_fit:
+            return self
+        bandwidth = self.bandwidth
+        if bandwidth == "median":
+            bandwidth = median_heuristic(simulated, rng, max_rows=self.max_rows_median)
+        if isinstance(simulated, np.ndarray):
+            simulated = [simulated]
+        dim = _as_rows(simulated[0], "simulated data").shape[1]
+        freqs = rng.standard_normal((dim, int(self.n_features))) / float(bandwidth)
+        return replace(self, bandwidth=float(bandwidth), frequencies=freqs)
+
+    def _phases(self, rows: np.ndarray) -> np.ndarray:
+        """``ω_j · x_i`` as a (D, len(rows)) array in the feature precision."""
+        if self.frequencies is None:
+            raise RuntimeError("RandomFeatureMMD must be fitted before use")
+        if rows.shape[1] != self.frequencies.shape[0]:
+            raise ValueError(
+                f"rows have dimension {rows.shape[1]}, the features expect "
+                f"{self.frequencies.shape[0]}"
+            )
+        dtype = np.float32 if self.precision == "float32" else np.float64
+        freqs_t = self.frequencies.T.astype(dtype)  # (D, d)
+        rows = rows.astype(dtype)
+        if rows.shape[1] <= 4:  # outer products beat a skinny matrix product
+            z = np.multiply.outer(freqs_t[:, 0], rows[:, 0])
+            for k in range(1, rows.shape[1]):
+                z += np.multiply.outer(freqs_t[:, k], rows[:, k])
+            return z
+        return freqs_t @ rows.T
+
+    def features_mean(self, rows: np.ndarray) -> np.ndarray:
+        """``mean_i φ(rows_i)`` as a float64 vector of length 2D (cos block, then sin block)."""
+        rows = _as_rows(rows)
+        n_freq = int(self.n_features)
+        block = max(1, _BLOCK_ELEMENTS // n_freq)
+        acc_cos = np.zeros(n_freq, dtype=np.float64)
+        acc_sin = np.zeros(n_freq, dtype=np.float64)
+        for start in range(0, rows.shape[0], block):
+            z = self._phases(rows[start : start + block])
+            # float64 accumulation along the contiguous axis (pairwise summation)
+            acc_cos += np.cos(z).sum(axis=1, dtype=np.float64)
+            acc_sin += np.sin(z, out=z).sum(axis=1, dtype=np.float64)
+        scale = 1.0 / (rows.shape[0] * math.sqrt(n_freq))
+        return np.concatenate([acc_cos, acc_sin]) * scale
+
+    def feature_map(self, rows: np.ndarray) -> np.ndarray:
+        """φ(rows) row by row (shape (N, 2D)), as computed; for tests and diagnostics."""
+        z = self._phases(_as_rows(rows))
+        out = np.concatenate([np.cos(z), np.sin(z)], axis=0).T.astype(np.float64)
+        return out / math.sqrt(z.shape[0])
+
+    def summarize(self, simulated):
+        rows = _as_rows(simulated, "simulated data")
+        return _FeatureSummary(rows.shape[0], self.features_mean(rows))
+
+    def _bind(self, observed):
+        n, d = observed.shape
+        mean_obs = self.features_mean(observed)
+
+        def distance(summary: _FeatureSummary) -> float:
+            _check_same_rows(summary.n_rows, n)
+            return min(float(np.linalg.norm(mean_obs - summary.mean)), 2.0)
+
+        return BoundDistance(distance, self.sensitivity(n), n, d, self.describe())
+
+    def describe(self) -> str:
+        return (
+            f"RandomFeatureMMD(gaussian, bandwidth={self.bandwidth!r}, "
+            f"n_features={self.n_features}, precision={self.precision})"
+        )
+
+
+@dataclass(frozen=True)
+class _FeatureSummary:
+    n_rows: int
+    mean: np.ndarray
+
+
+class ClippedDistance(Distance):
+    """Any distance, clamped to ``[0, clip]``, with a declared replace-one sensitivity.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(observed, simulated) -> float`` (``fn(observed, summary(simulated))`` when
+        ``summary`` is given).
+    clip : float
+        C: ABCDP uses ``min(max(fn, 0), C)`` (Park et al., after Thm 4.1). The clamp bounds the
+        sensitivity by C whatever ``fn`` does, so the sensitivity used is ``min(sensitivity, C)``.
+        A NaN value counts as C (raising would make an error message depend on the data).
+    sensitivity : float or callable
+        The declared replace-one sensitivity of ``fn`` on datasets of N rows: a number or a
+        function of N (e.g. ``lambda n: 2 * B / n`` for the gap between means of data in
+        [0, B]). Declaring it correctly is the user's responsibility; it is not checked.
+    summary : callable, optional
+        A public reduction of each simulated dataset, computed where the simulations run.
+    name : str, optional
+        A label for reports.
+    """
+
+    def __init__(self, fn, *, clip: float, sensitivity, summary=None, name: str = ""):
+        if not callable(fn):
+            raise TypeError("fn must be callable fn(observed, simulated) -> float")
+        try:
+            clip = float(clip)
+        except (TypeError, ValueError):
+            raise TypeError(f"clip must be a number > 0, got {clip!r}") from None
+        if not (math.isfinite(clip) and clip > 0):
+            raise ValueError(f"clip must be a finite number > 0, got {clip!r}")
+        if sensitivity is None:
+            raise ValueError(
+                "ClippedDistance needs a declared sensitivity (a number, or a function of N)"
+            )
+        if not callable(sensitivity):
+            try:
+                value = float(sensitivity)
+            except (TypeError, ValueError):
+                raise TypeError(f"sensitivity must be a number > 0, got {sensitivity!r}") from None
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
+            sensitivity = value
+        if summary is not None and not callable(summary):
+            raise TypeError("summary must be callable or None")
+        self.fn = fn
+        self.clip = clip
+        self.declared_sensitivity = sensitivity
+        self.summary = summary
+        self.name = name
+
+    def sensitivity(self, n_rows: int) -> float:
+        s = self.declared_sensitivity
+        value = float(s(_check_rows(n_rows)) if callable(s) else s)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"declared sensitivity must be a finite number > 0, got {value!r}")
+        return min(value, self.clip)
+
+    def summarize(self, simulated):
+        rows = np.asarray(simulated)
+        return (rows.shape[0], self.summary(rows) if self.summary is not None else rows)
+
+    def bind(self, observed):
+        obs = np.asarray(observed)
+        if obs.ndim == 0:
+            raise ValueError("observed data must have at least one dimension (rows)")
+        n = int(obs.shape[0])
+        clip = self.clip
+
+        def distance(summary) -> float:
+            n_sim, payload = summary
+            _check_same_rows(n_sim, n)
+            value = float(self.fn(obs, payload))
+            if math.isnan(value):
+                # No data-dependent exception: a NaN counts as the largest distance.
+                return clip
+            return min(max(value, 0.0), clip)
+
+        row_dim = int(np.prod(obs.shape[1:])) if obs.ndim > 1 else 1
+        return BoundDistance(distance, self.sensitivity(n), n, row_dim, self.describe())
+
+    def describe(self) -> str:
+        label = self.name or getattr(self.fn, "__name__", "distance")
+        return f"ClippedDistance({label}, clip={self.clip})"
