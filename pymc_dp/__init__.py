@@ -9,6 +9,7 @@ from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
 from pymc_dp.distances import MMD, ClippedDistance, RandomFeatureMMD
 from pymc_dp.kernels.svt import flip_probability
+from pymc_dp.model import public_data
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 from pymc_dp.steps.dp_penalty import DPPenalty
 
@@ -27,6 +28,7 @@ __all__ = [
     "UnsupportedModelError",
     "accounting",
     "privacy_report",
+    "public_data",
     "release",
     "sample",
 ]

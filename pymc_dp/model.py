@@ -30,10 +30,17 @@ from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.util import get_value_vars_from_user_vars
 from pymc.vartypes import continuous_types
+from pymc.distributions.shape_utils import change_dist_size  # batches of rows
+from pymc.logprob.basic import logp as _rv_logp  # batches of rows
+from pymc.logprob.utils import replace_rvs_by_values  # batches of rows
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.gradient import NullTypeGradError, pushforward
+from pytensor.gradient import grad as pt_grad
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+from pytensor.tensor.shape import SpecifyShape  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
 
@@ -68,6 +75,40 @@ def _reads(graph_outputs: Sequence[Variable], data_vars: Sequence[Variable]) -> 
     return any(a in wanted for a in ancestors(list(graph_outputs)))
 
 
+def public_data(*data_vars: Variable) -> None:
+    """Declare ``pm.Data`` containers public: constants of the analysis, not people's data.
+
+    A private step refuses a model whose likelihood reads ``pm.Data`` that is not on the
+    datum axis (leading length n), since it cannot know whether one person's record lives
+    there (a per-person table indexed by observations, say). Declaring it public says it
+    does not, and the step then reads it as a constant, without noise.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_dp
+    >>> with pm.Model():
+    ...     scale = pm.Data("scale", 2.0)
+    ...     pymc_dp.public_data(scale)
+    """
+    for var in data_vars:
+        if not isinstance(var, SharedVariable):
+            raise TypeError(f"public_data takes pm.Data containers, got {var!r}")
+        var.tag.dp_public = True
+
+
+def _is_public(var: Variable) -> bool:
+    return bool(getattr(var.tag, "dp_public", False))
+
+
+def _array_constants(graph_outputs: Sequence[Variable]) -> list[Variable]:
+    """Non-scalar constants in a graph: data written into the model as NumPy arrays."""
+    return [
+        a
+        for a in ancestors(list(graph_outputs))
+        if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
+    ]
+
+
 def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     """Names of ``pm.Deterministic`` variables whose value depends on data.
 
@@ -82,6 +123,18 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
         for d in model.deterministics
         if _reads(model.replace_rvs_by_values([d]), data_vars)
     ]
+
+
+def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
+    out = values.copy()
+    out[k] = ~out[k] if out.dtype == bool else out[k] + 1
+    return out
+
+
+def _copy_next_row(values: np.ndarray, k: int) -> np.ndarray:
+    out = values.copy()
+    out[k] = values[(k + 1) % len(values)]
+    return out
 
 
 class PrivateModel:
@@ -136,13 +189,16 @@ class PrivateModel:
         if initial_point is None:
             initial_point = model.initial_point()
         self._initial_point = initial_point
-        value_vars = (
+        given = (
             list(model.value_vars)
             if vars is None
             else get_value_vars_from_user_vars(vars, model)
         )
+        self._check_covers_all(given)
+        # PyMC ravels the whole point in the model's order (the step covers every variable),
+        # so θ is laid out in that order whatever order ``vars`` came in.
+        value_vars = list(model.value_vars)
         self.value_vars = value_vars
-        self._check_covers_all(value_vars)
         if continuous:
             self._check_continuous(value_vars)
 
@@ -206,6 +262,13 @@ class PrivateModel:
                     f"Observed variable {rv.name!r} is a scalar. A private step needs one row "
                     "per individual along the leading axis of every observed variable."
                 )
+            if not isinstance(value_var, Constant | SharedVariable) and not _reads(
+                [value_var], list(model.data_vars)
+            ):
+                raise UnsupportedModelError(
+                    f"The observed value of {rv.name!r} is an expression of constants; pass the "
+                    "data as a NumPy array or pm.Data."
+                )
             inputs.append(_DatumInput(value_var, value, f"observed variable {rv.name!r}"))
         lengths = {d.label: d.value.shape[0] for d in inputs}
         if len(set(lengths.values())) > 1:
@@ -214,6 +277,9 @@ class PrivateModel:
                 f"lengths differ: {lengths}."
             )
         n = inputs[0].value.shape[0]
+        # An observed value computed from pm.Data (``observed=f(x)``) is not an input: the
+        # pm.Data it reads is, so that the row-locality probe sees what f does across rows.
+        inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
         for data_var in model.data_vars:
             if data_var in observed_vars:
@@ -221,6 +287,32 @@ class PrivateModel:
             value = _numeric_value(data_var)
             if value.ndim >= 1 and value.shape[0] == n:
                 inputs.append(_DatumInput(data_var, value, f"pm.Data {data_var.name!r}"))
+        datum_vars = {d.variable for d in inputs}
+        likelihood = model.logp(vars=model.observed_RVs, sum=False)
+        for term, rv in zip(likelihood, model.observed_RVs):
+            if term.ndim == 0:
+                raise UnsupportedModelError(
+                    f"The log-density of observed variable {rv.name!r} has no datum axis (a "
+                    "multivariate distribution over the whole leading axis?). A private step "
+                    "needs one log-density value per individual along the leading axis."
+                )
+        hidden = [
+            d.name
+            for d in model.data_vars
+            if d not in datum_vars and not _is_public(d) and _reads(likelihood, [d])
+        ]
+        if hidden:
+            raise UnsupportedModelError(
+                f"The likelihood reads pm.Data {hidden}, which is not on the datum axis (its "
+                f"leading length is not n = {n}). If it holds people's records (a per-person "
+                "table indexed by observations), one person would move several rows and the "
+                "privacy guarantee would not hold: put one row per person on the leading axis. "
+                "If it is a public constant, declare it with pymc_dp.public_data(...)."
+            )
+        if not inputs:
+            raise UnsupportedModelError(
+                "No data array with one row per individual was found on the leading axis."
+            )
         for d in inputs:
             if not np.issubdtype(d.value.dtype, np.number) and d.value.dtype != bool:
                 raise UnsupportedModelError(f"The data of {d.label} is not numeric.")
@@ -242,10 +334,18 @@ class PrivateModel:
                     "noise, so it must not read observed values or pm.Data."
                 )
         for pot in model.potentials:
-            if _reads(model.replace_rvs_by_values([pot]), data_vars):
+            graph = model.replace_rvs_by_values([pot])
+            if _reads(graph, data_vars) or _array_constants(graph):
                 raise UnsupportedModelError(
-                    f"pm.Potential {pot.name!r} reads observed values or pm.Data. Potentials are "
-                    "added without noise; express data terms as observed variables instead."
+                    f"pm.Potential {pot.name!r} reads observed values, pm.Data or an array "
+                    "constant. Potentials are added without noise, so they must not hold data; "
+                    "express data terms as observed variables (scalar constants are fine)."
+                )
+        for rv, init in model.rvs_to_initial_values.items():
+            if isinstance(init, Variable) and _reads([init], data_vars):
+                raise UnsupportedModelError(
+                    f"The initial value of {rv.name!r} is computed from data; it would be "
+                    "released as the chain's first draws. Initial values must be public."
                 )
 
     # ------------------------------------------------------------------ compilation
@@ -277,11 +377,68 @@ class PrivateModel:
         )
         self._q = q
         self._per_datum_graph = per_datum
+        self._prior_graph = prior  # for the lazily compiled gradients
+        self._compile_kwargs = dict(compile_kwargs)
+        self._gradient_fn = None  # compiled on first use: see compile_gradients
         self._loglik_fn = pm_compile([q, *self._placeholders], per_datum, **compile_kwargs)
         self._loglik_fn.trust_input = True
         self._prior_fn = pm_compile([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
         self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
+        self._check_rows_are_independent()
+
+    def _check_rows_are_independent(self):
+        """Refuse models in which one person's row moves another person's ℓ_j.
+
+        The privacy guarantee needs ℓ_j to depend on row j only (no standardising by a
+        column mean, no lags, cumulative sums or cross-row indexing). Probe: change row k of
+        every per-datum array and check that no other ℓ_j moves. The outcome is a property of
+        the graph's structure (row-local operations leave other rows bit-identical), so the
+        probe reveals nothing about the values; nothing of it is returned or printed.
+        """
+        n = self.n_data
+        if n < 2:
+            return
+        q = self.ravel(self._initial_point)
+        with np.errstate(all="ignore"):
+            base = self._loglik_fn(q, *self._data_values)
+            for k in sorted({0, n // 2, n - 1}):
+                for probe in (_bump_row, _copy_next_row):
+                    try:
+                        changed = self._loglik_fn(
+                            q, *[probe(v, k) for v in self._data_values]
+                        )
+                    except Exception:  # e.g. an index out of range: try the other probe
+                        continue
+                    if np.any(np.isfinite(base)) and not np.any(np.isfinite(changed)):
+                        # The probe made an invalid value (e.g. a parent index past the end
+                        # of a CPT) that fails a model-wide parameter check: uninformative.
+                        continue
+                    others = np.ones(n, dtype=bool)
+                    others[k] = False
+                    same = (changed == base) | (np.isnan(changed) & np.isnan(base))
+                    close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
+                    if not np.all((same | close)[others]):
+                        raise UnsupportedModelError(
+                            "One row of the data changes the log-likelihood of other rows "
+                            "(e.g. data standardised by its own mean or sd, lags, cumulative "
+                            "sums, or parameters estimated from the data inside the model). "
+                            "Private steps need ℓ_j to depend on row j only: preprocess "
+                            "with public constants instead."
+                        )
+
+    def check_data_unchanged(self) -> None:
+        """Refuse to sample if a ``pm.Data`` on the datum axis changed since construction."""
+        for d, snapshot in zip(self.datum_inputs, self._data_values):
+            if isinstance(d.variable, SharedVariable):
+                current = d.variable.get_value(borrow=True)
+                if current.shape != snapshot.shape or not np.array_equal(
+                    current, snapshot, equal_nan=True
+                ):
+                    raise ValueError(
+                        f"The data of {d.label} changed after the step was built (pm.set_data?). "
+                        "The step validated and planned for the old data: build a new step."
+                    )
 
     # ------------------------------------------------------------------ evaluation
     def loglik(self, q: np.ndarray) -> np.ndarray:
@@ -302,3 +459,254 @@ class PrivateModel:
     def unravel(self, q: np.ndarray) -> dict:
         """Inverse of :meth:`ravel`."""
         return DictToArrayBijection.rmap(RaveledVars(q, self.point_map_info))
+
+    # ------------------------------------------------------------------ gradients
+    def compile_gradients(self) -> None:
+        """Compile :meth:`clipped_gradient` now (it is otherwise compiled on first use).
+
+        Steps that need gradients call this at construction, so that a model they cannot
+        differentiate is refused before any data is read; steps that do not (DP penalty)
+        never pay for it.
+
+        Raises
+        ------
+        UnsupportedModelError
+            If the log-likelihood or the prior has an operation without a gradient.
+        """
+        if self._gradient_fn is not None:
+            return
+        inputs, outputs = self._clipped_gradient_graph()
+        self._gradient_fn = pm_compile(inputs, outputs, **self._compile_kwargs)
+        self._gradient_fn.trust_input = True
+
+    def _clipped_gradient_graph(self) -> tuple[list[Variable], list[Variable]]:
+        """Symbolic inputs ``[θ, b, *data]`` and outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior]``.
+
+        Per-datum gradients by forward mode: one Jacobian-vector product per coordinate k of
+        θ, with the constant tangent e_k, gives the column ``(∂ℓ_j/∂θ_k)_j`` for all n data at
+        once (d passes, d = ``self.dim``). PyTensor fuses the d columns, the per-datum norm,
+        the clipping and the d sums into one elementwise loop over the data: no (n, n)
+        intermediate, no loop or scan over data; a ``pm.Data`` design matrix enters through
+        one ``X @ β`` (the JVP ``X @ e_k`` is rewritten to the column ``X[:, k]``). For an
+        observed variable with m values per datum the JVPs cost O(n·m·d).
+
+        Clipping: ``clip_b(v) = v · b / max(‖v‖, b)``, safe at ``v = 0``; a datum whose
+        gradient is not finite (or whose squared norm overflows) contributes zero. Either
+        way every datum contributes a vector of norm ≤ b, so replacing one datum moves the
+        sum by at most 2b (reference: :func:`pymc_dp.kernels.clipping.clipped_vector_sum`).
+        """
+        q = self._q
+        bound = pt.scalar("grad_clip", dtype=q.dtype)
+        eye = np.eye(self.dim, dtype=q.dtype)
+        try:
+            columns = [
+                pushforward(
+                    self._per_datum_graph,
+                    q,
+                    pt.as_tensor(eye[k]),
+                    disconnected_outputs="ignore",
+                )
+                for k in range(self.dim)
+            ]
+            prior_grad = pt_grad(self._prior_graph, q, disconnected_inputs="ignore")
+        except (NotImplementedError, NullTypeGradError) as err:
+            raise UnsupportedModelError(
+                "The model is not differentiable: an operation in its log-likelihood or prior "
+                f"has no gradient ({type(err).__name__}: {err}). Gradient-based private steps "
+                "(DPHMC) need a differentiable model; use DPPenalty, which needs none."
+            ) from None
+        squared = columns[0] ** 2
+        for column in columns[1:]:
+            squared = squared + column**2
+        finite = pt.isfinite(squared)
+        scale = pt.switch(finite, bound / pt.maximum(pt.sqrt(squared), bound), 0.0)
+        clipped = pt.stack([pt.sum(pt.switch(finite, c * scale, 0.0)) for c in columns])
+        return [q, bound, *self._placeholders], [clipped, prior_grad]
+
+    def clipped_gradient(self, q: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(Σ_j clip_b(∇_θ ℓ_j(θ)), ∇_θ log prior(θ))`` at raveled point ``q``.
+
+        The first array is private (sensitivity 2b under replace-one): never release it
+        without noise. The second is the public prior gradient (Jacobians included). Both
+        have shape ``(dim,)``. Compiled on first use (:meth:`compile_gradients`).
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm
+        >>> from pymc_dp.model import PrivateModel
+        >>> with pm.Model() as m:
+        ...     mu = pm.Normal("mu", 0, 10)
+        ...     _ = pm.Normal("y", mu, 1, observed=np.array([0.5, -0.2, 3.0]))
+        >>> clipped, prior = PrivateModel(m).clipped_gradient(np.array([0.0]), 1.0)
+        >>> clipped, prior  # per-datum y_j − μ = 0.5, −0.2, 3 → clipped to 0.5, −0.2, 1
+        (array([1.3]), array([-0.]))
+        """
+        if not bound > 0:
+            raise ValueError(f"bound must be > 0, got {bound!r}")
+        self.compile_gradients()
+        dtype = self._q.dtype
+        clipped, prior_grad = self._gradient_fn(
+            np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype), *self._data_values
+        )
+        return clipped, prior_grad
+
+    # ------------------------------------------------------------------ batches of rows
+    def loglik_rows(self, q: np.ndarray, rows) -> np.ndarray:
+        """Per-datum log-likelihoods ``(ℓ_j(θ))_{j ∈ rows}`` at raveled point ``q``.
+
+        Reads only the given rows of every per-datum array (observed values and ``pm.Data``
+        with the datum axis in front) and evaluates a function compiled for batches of any
+        length (:meth:`compile_rows`), so one call costs O(len(rows)), not O(n). On
+        ``rows = arange(n)`` it equals :meth:`loglik`. Private: never release this without
+        clipping and noise.
+
+        Parameters
+        ----------
+        q : array
+            Raveled value-space point.
+        rows : 1-d integer array
+            Row indices (a batch drawn by the step, e.g. without replacement).
+
+        Raises
+        ------
+        UnsupportedModelError
+            If the model's log-likelihood cannot follow a subset of rows (see
+            :meth:`compile_rows`). The message names the error type only: PyTensor messages
+            may print input values, which are private.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm
+        >>> from pymc_dp.model import PrivateModel
+        >>> with pm.Model() as m:
+        ...     mu = pm.Normal("mu", 0, 10)
+        ...     _ = pm.Normal("y", mu, 1, observed=np.array([0.5, -0.2, 1.0]))
+        >>> np.round(PrivateModel(m).loglik_rows(np.array([0.0]), np.array([2, 0])), 3)
+        array([-1.419, -1.044])
+        """
+        self.compile_rows()
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+            raise ValueError("rows must be a 1-d array of integer row indices")
+        if rows.size and (rows.min() < 0 or rows.max() >= self.n_data):
+            raise ValueError(f"row indices must lie in [0, n) with n = {self.n_data}")
+        batch = [np.take(v, rows, axis=0) for v in self._data_values]
+        try:
+            out = self._rows_fn(np.asarray(q, dtype=self._q.dtype), *batch)
+        except Exception as err:  # sanitise: PyTensor may print private input values
+            raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
+        if out.shape != rows.shape:
+            raise UnsupportedModelError(_ROWS_UNSUPPORTED.format("wrong output length"))
+        return out
+
+    def compile_rows(self) -> None:
+        """Compile :meth:`loglik_rows` now and check it on synthetic batches.
+
+        The per-datum log-likelihood is rebuilt from the observed random variables with
+        every per-datum array replaced by an input of unknown length: each observed
+        variable's size is re-derived from its batch of values (``change_dist_size``), free
+        variables are replaced by their value-space points, other observed variables by
+        their (batched) values, and a ``SpecifyShape`` that pins the leading length to n is
+        relaxed. Graphs that fix the number of rows in the model itself therefore follow the
+        batch: ``shape=y.shape``, ``dims``, ``pm.MvNormal`` observations of shape (n, d), a
+        ``pm.Data`` design matrix entering through ``X @ β``.
+
+        The compiled function is then run on synthetic all-zero batches of two lengths (not
+        the data) to check that it returns one value per row. Minibatch steps call this at
+        construction, so a model that cannot be batched is refused before any data is read.
+
+        Raises
+        ------
+        UnsupportedModelError
+            If the graph cannot be rebuilt for batches or returns the wrong length, e.g. a
+            NumPy array of per-individual covariates written into the model (wrap it in
+            ``pm.Data``), or an observed variable without a batch axis.
+        """
+        if getattr(self, "_rows_fn", None) is not None:
+            return
+        try:
+            inputs, output = self._rows_graph()
+            fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
+        except UnsupportedModelError:
+            raise
+        except Exception as err:
+            raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
+        fn.trust_input = True
+        point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
+        for k in [k for k in (2, 3, 5) if k != self.n_data][:2]:
+            fake = [np.zeros((k, *v.shape[1:]), dtype=v.dtype) for v in self._data_values]
+            try:
+                out = np.asarray(fn(point, *fake))
+            except Exception as err:
+                raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
+            if out.shape != (k,):
+                raise UnsupportedModelError(
+                    _ROWS_UNSUPPORTED.format(f"a batch of {k} rows gave shape {out.shape}")
+                )
+        self._rows_fn = fn
+
+    def _rows_graph(self) -> tuple[list[Variable], Variable]:
+        """Inputs ``[θ, *per-datum batches]`` and the per-datum log-likelihood of the batch."""
+        model = self.model
+        placeholders = [
+            pt.tensor(
+                dtype=d.variable.dtype,
+                shape=(None, *d.variable.type.shape[1:]),
+                name=f"datum_rows_{i}",
+            )
+            for i, d in enumerate(self.datum_inputs)
+        ]
+        data_map = {d.variable: p for d, p in zip(self.datum_inputs, placeholders)}
+        rvs_to_values = {rv: model.rvs_to_values[rv] for rv in model.free_RVs + model.observed_RVs}
+        per_datum = None
+        for rv in model.observed_RVs:
+            rows_value = data_map[model.rvs_to_values[rv]]
+            others = {r: v for r, v in rvs_to_values.items() if r is not rv}
+            (rv_values,) = replace_rvs_by_values(
+                [rv], rvs_to_values=others, rvs_to_transforms=model.rvs_to_transforms
+            )
+            (rv_rows,) = _rebuild([rv_values], data_map)
+            batch_ndim = rv_rows.owner.op.batch_ndim(rv_rows.owner)
+            if batch_ndim < 1:
+                raise UnsupportedModelError(
+                    f"Observed variable {rv.name!r} has no batch axis: its leading axis is part "
+                    "of one multivariate observation, not one row per individual."
+                )
+            size = (rows_value.shape[0], *(rv_rows.shape[i] for i in range(1, batch_ndim)))
+            rv_rows = change_dist_size(rv_rows, size)
+            term = _rv_logp(rv_rows, rows_value, warn_rvs=False)
+            row_sums = term if term.ndim == 1 else term.reshape((term.shape[0], -1)).sum(axis=1)
+            per_datum = row_sums if per_datum is None else per_datum + row_sums
+        (per_datum,) = _rebuild([per_datum], data_map)
+        (per_datum,), q = join_nonshared_inputs(self._initial_point, [per_datum], self.value_vars)
+        return [q, *placeholders], per_datum
+
+
+_ROWS_UNSUPPORTED = (
+    "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "
+    "minibatch step reads a random subset of the rows of every observed variable and of every "
+    "pm.Data whose leading axis has length n; per-individual values held elsewhere (a NumPy "
+    "array of covariates written into the model: wrap it in pm.Data) or shapes fixed to n by "
+    "something other than the data cannot follow the batch."
+)
+
+
+def _rebuild(outputs: list[Variable], replace: dict) -> list[Variable]:
+    """``outputs`` with ``replace`` applied, re-deriving the types of every node downstream.
+
+    Unlike ``graph_replace``, a replacement may have a less specific type (a leading length
+    of ``None`` instead of n): each affected node is rebuilt with ``make_node``, so its
+    output types follow the new inputs, and a ``SpecifyShape`` of an affected variable drops
+    its leading length. Nodes not downstream of a replacement are kept as they are.
+    """
+    memo = dict(replace)
+    for node in io_toposort(list(graph_inputs(outputs)), outputs):
+        new_inputs = [memo.get(i, i) for i in node.inputs]
+        if all(a is b for a, b in zip(new_inputs, node.inputs)):
+            continue
+        if isinstance(node.op, SpecifyShape) and new_inputs[0].ndim > 0:
+            x, *shape = new_inputs
+            memo[node.outputs[0]] = pt.specify_shape(x, (None, *shape[1:]))
+            continue
+        memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
+    return [memo.get(o, o) for o in outputs]

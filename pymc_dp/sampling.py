@@ -27,16 +27,14 @@ from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model import data_dependent_deterministics
 from pymc_dp.steps.base import PrivateStep
+from pymc_dp.steps.subsampled import events_from_stats
 
 __all__ = ["PrivacyReport", "privacy_report", "release", "sample"]
 
-#: Groups that hold the private data or exact functions of it.
-PRIVATE_GROUPS = (
-    "observed_data",
-    "constant_data",
-    "log_likelihood",
-    "predictions_constant_data",
-)
+#: The only groups a released result keeps: draws and the samplers' public stats. Every
+#: other group (observed/constant data, log-likelihoods, predictive draws computed with the
+#: data's covariates, …) is dropped.
+RELEASED_GROUPS = ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats")
 #: Sample stats that are exact functions of the data when a non-private step made them.
 PRIVATE_STATS = ("lp", "model_logp", "log_likelihood", "energy", "energy_error", "clip_fraction")
 
@@ -108,16 +106,33 @@ def _private_steps(step) -> list[PrivateStep]:
     if others:
         raise UnsupportedModelError(
             f"Non-private steps {others} would read the data without noise. pymc_dp.sample "
-            "only runs private steps, which must cover every free variable."
+            "runs one private step, which covers every free variable."
+        )
+    if len(steps) != 1:
+        raise UnsupportedModelError(
+            "pymc_dp.sample runs exactly one private step: each covers every free variable."
         )
     return steps
+
+
+def _releasable_names(model) -> list[str]:
+    """Free variables, and deterministics that read neither data nor array constants."""
+    from pymc_dp.model import _array_constants
+
+    private = set(data_dependent_deterministics(model))
+    names = [rv.name for rv in model.free_RVs]
+    for det in model.deterministics:
+        graph = model.replace_rvs_by_values([det])
+        if det.name not in private and not _array_constants(graph):
+            names.append(det.name)
+    return names
 
 
 # ---------------------------------------------------------------------- sample
 def sample(
     *,
     step,
-    draws: int = 1000,
+    draws: int = 500,
     tune: int | None = None,
     chains: int | None = None,
     model=None,
@@ -138,10 +153,19 @@ def sample(
 
     Parameters
     ----------
-    step : PrivateStep or list of PrivateStep
-        The private step(s); non-private steps are refused.
+    step : PrivateStep
+        The private step (exactly one: it covers every free variable); non-private steps
+        are refused.
     draws, tune, chains, var_names, **kwargs
-        As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …).
+        As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …). ``tune=None``
+        uses the step's short default. By default only free variables and deterministics
+        that read neither data nor array constants are recorded.
+
+    Notes
+    -----
+    ``random_seed`` makes a run reproducible, and for the same reason it must stay secret for
+    anything published: with the seed, the privacy noise can be replayed. Use
+    ``random_seed=None`` for releases (docs/private-mcmc.md, "Seeds are secrets").
 
     Examples
     --------
@@ -175,7 +199,7 @@ def sample(
 
     private_names = set(data_dependent_deterministics(model))
     if var_names is None:
-        var_names = [v.name for v in model.unobserved_RVs if v.name not in private_names]
+        var_names = _releasable_names(model)
     elif private_names & set(var_names):
         raise ValueError(
             f"{sorted(private_names & set(var_names))} are computed from data and cannot be "
@@ -257,6 +281,14 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
     early (its reservation is not given back).
     """
     stats = idata.children.get("sample_stats")
+    if stats is not None and "dp_releases_chain" in stats and len(steps) == 1:
+        chain_events = events_from_stats(stats)  # minibatch steps: subsampled releases
+        if chain_events is not None:
+            ledger = PrivacyLedger([e for events in chain_events for e in events])
+            return {
+                "releases_per_chain": [events[0].count for events in chain_events],
+                "epsilon": ledger.epsilon(steps[0].delta),
+            }
     if stats is None or "dp_mu_chain" not in stats or len(steps) != 1:
         return None
     mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
@@ -270,10 +302,15 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
 def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
     """A copy of ``idata`` without anything computed from the private data without noise.
 
-    Removes the groups ``observed_data``, ``constant_data``, ``log_likelihood`` and
-    ``predictions_constant_data``; the sample stats ``lp``, ``model_logp``, ``energy``,
-    ``energy_error`` and ``clip_fraction``; deterministics computed from data (found from
-    ``model``, or the model in context if any); and any ``drop_vars``.
+    Keeps only the groups ``posterior``, ``sample_stats`` and their warm-up versions (so no
+    ``observed_data``, ``constant_data``, ``log_likelihood``, nor predictive groups, which are
+    computed with the data's covariates); drops the sample stats ``lp``, ``model_logp``,
+    ``energy``, ``energy_error`` and ``clip_fraction``; keeps in the posterior only free
+    variables and deterministics that read neither data nor array constants (found from
+    ``model``, or the model in context); and drops any ``drop_vars``.
+
+    ``model`` is required (given or in context) unless ``idata`` already came from
+    :func:`pymc_dp.sample`.
 
     Examples
     --------
@@ -286,22 +323,26 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
     False
     """
     out = idata.copy(deep=False)
-    out = out.drop_nodes([g for g in PRIVATE_GROUPS if g in out.children])
-    private_vars = set(drop_vars)
+    out = out.drop_nodes([g for g in out.children if g not in RELEASED_GROUPS])
     if model is None:
         try:
             model = modelcontext(None)
         except TypeError:
-            model = None
-    if model is not None:
-        private_vars |= set(data_dependent_deterministics(model))
+            if "dp_report" not in idata.attrs:
+                raise ValueError(
+                    "release needs the model (model=... or a model context) to tell free "
+                    "variables from deterministics computed from data."
+                ) from None
+    keep = None if model is None else set(_releasable_names(model))
     for group in list(out.children):
         ds = out[group].to_dataset()
-        to_drop = [v for v in ds.data_vars if v in private_vars]
-        if group == "sample_stats":
+        to_drop = [v for v in ds.data_vars if v in set(drop_vars)]
+        if group.endswith("posterior") and keep is not None:
+            to_drop += [v for v in ds.data_vars if v not in keep]
+        if group.endswith("sample_stats"):
             to_drop += [v for v in ds.data_vars if v in PRIVATE_STATS]
         if to_drop:
-            out[group] = ds.drop_vars(to_drop)
+            out[group] = ds.drop_vars(sorted(set(to_drop)))
     return out
 
 
@@ -366,6 +407,10 @@ def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport
     exactly, pure ε adds up.
     """
     stats = idata.children.get("sample_stats")
+    if stats is not None and "dp_releases_chain" in stats.data_vars:
+        report = _report_from_subsampled_stats(stats, delta)
+        if report is not None:
+            return report
     if stats is None or not ({"dp_mu_chain", "dp_epsilon_chain"} & set(stats.data_vars)):
         raise ValueError(
             "This result carries no privacy information: it was not produced by a pymc_dp "
@@ -390,7 +435,37 @@ def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport
     return PrivacyReport(
         epsilon,
         delta,
-        "recomputed from the trace's privacy stats (exact Gaussian composition of dp_mu_chain; "
-        "pure ε of dp_epsilon_chain added)",
+        "recomputed from the trace's privacy stats as given (exact Gaussian composition of "
+        "dp_mu_chain; pure ε of dp_epsilon_chain added); unverified: a sliced or edited trace "
+        "reports less",
         {"chains": chains, **details},
+    )
+
+
+def _report_from_subsampled_stats(stats, delta: float | None) -> PrivacyReport | None:
+    """Recompute the cost of a minibatch step's run from its per-draw stats.
+
+    The last draw of each chain gives the chain's releases (``dp_releases_chain``, tuning
+    included), ``dp_batch_size``, ``dp_n_data``, ``dp_delta`` and the mechanism's noise
+    (``dp_noise_multiplier`` of a subsampled Gaussian, or DP Barker's
+    ``dp_noise_variance``); the chains' events are composed by the ledger (RDP).
+    """
+    chain_events = events_from_stats(stats)
+    if chain_events is None:
+        return None
+    if delta is None:
+        delta = float(np.max(stats["dp_delta"].values))
+    ledger = PrivacyLedger([e for events in chain_events for e in events])
+    return PrivacyReport(
+        ledger.epsilon(delta),
+        delta,
+        "recomputed from the trace's privacy stats as given (per-chain releases, batch size, "
+        "n and noise of a minibatch step, composed by the ledger); unverified: a sliced or "
+        "edited trace reports less",
+        {
+            "chains": [
+                {"chain": i, "releases": events[0].count} for i, events in enumerate(chain_events)
+            ],
+            "ledger": ledger.summary(),
+        },
     )

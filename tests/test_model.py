@@ -132,3 +132,67 @@ def test_non_finite_data_is_refused_without_echoing_it():
 def test_infinite_data_is_refused():
     with pytest.raises(ValueError, match="non-finite"):
         PrivateModel(_model(y=np.array([1.0, np.inf, 3.0])))
+
+
+def test_one_row_must_not_move_other_rows():
+    x = np.random.default_rng(1).normal(2.0, 3.0, size=50)
+    with pm.Model() as m:
+        xd = pm.Data("x", x)
+        mu = pm.Normal("mu")
+        standardised = (xd - xd.mean()) / xd.std()  # mixes every row into every ℓ_j
+        pm.Normal("y", mu, 1, observed=standardised)
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(m)
+
+
+def test_a_per_person_table_indexed_by_rows_is_refused_unless_public():
+    rng = np.random.default_rng(2)
+    person = rng.integers(0, 10, size=40)
+    with pm.Model() as m:
+        table = pm.Data("person_effect", rng.normal(size=10))
+        idx = pm.Data("person", person)
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu + table[idx], 1, observed=rng.normal(size=40))
+    with pytest.raises(UnsupportedModelError, match="person_effect"):
+        PrivateModel(m)
+    from pymc_dp.model import public_data
+
+    public_data(m["person_effect"])
+    assert PrivateModel(m).n_data == 40
+
+
+def test_potentials_holding_array_constants_are_refused():
+    y = np.random.default_rng(3).normal(size=30)
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.Normal("z", mu, 1, observed=np.zeros(3))
+        pm.Potential("lik", pm.logp(pm.Normal.dist(mu, 1), y).sum())  # data hidden in a constant
+    with pytest.raises(UnsupportedModelError, match="lik"):
+        PrivateModel(m)
+
+
+def test_initial_values_computed_from_data_are_refused():
+    y = np.random.default_rng(4).normal(size=20)
+    with pm.Model() as m:
+        yd = pm.Data("yd", y)
+        mu = pm.Normal("mu", initval=yd.mean())
+        pm.Normal("y", mu, 1, observed=yd)
+    with pytest.raises(UnsupportedModelError, match="initial value"):
+        PrivateModel(m)
+
+
+def test_layout_follows_the_model_whatever_the_order_of_vars():
+    with pm.Model() as m:
+        a = pm.Normal("a")
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", a + b.sum(), 1, observed=np.zeros(3))
+    pmodel = PrivateModel(m, vars=[b, a])
+    assert [v.name for v in pmodel.value_vars] == ["a", "b"]
+
+
+def test_multivariate_observed_without_datum_axis_is_refused():
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.MvNormal("y", mu * np.ones(4), np.eye(4), observed=np.zeros(4))
+    with pytest.raises(UnsupportedModelError, match="no datum axis"):
+        PrivateModel(m)

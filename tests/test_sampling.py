@@ -106,3 +106,38 @@ def test_privacy_report_of_a_ledger_and_of_nothing():
     assert report.epsilon == pytest.approx(gaussian_epsilon(4 / 18, 1e-6))
     with pytest.raises(ValueError, match="no privacy information"):
         pymc_dp.privacy_report(xr.DataTree.from_dict({"posterior": xr.Dataset()}))
+
+
+def test_release_keeps_draws_and_public_stats_only(regression_model):
+    with regression_model:
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=3.0, chains=1)
+        idata = pm.sample(draws=20, tune=10, chains=1, step=step, random_seed=0,
+                          discard_tuned_samples=False, **SAMPLE)
+        pm.sample_posterior_predictive(idata, progressbar=False, extend_inferencedata=True)
+    assert "posterior_predictive" in idata.children
+    with pytest.raises(ValueError, match="needs the model"):
+        pymc_dp.release(idata)
+    clean = pymc_dp.release(idata, model=regression_model)
+    assert set(clean.children) <= {"posterior", "sample_stats", "warmup_posterior",
+                                   "warmup_sample_stats"}
+    assert set(clean.posterior.data_vars) == {"beta", "beta_sum"}
+
+
+def test_deterministics_reading_array_constants_are_not_released_by_default():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(50, 2))
+    with pm.Model() as m:
+        beta = pm.Normal("beta", 0, 5, shape=2)
+        pm.Deterministic("fit", pm.math.dot(X, beta))  # X as a NumPy constant
+        pm.Normal("y", pm.math.dot(X, beta), 1.0, observed=rng.normal(size=50))
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=3.0, chains=1)
+        idata = pymc_dp.sample(step=step, draws=10, tune=5, chains=1, random_seed=0, **SAMPLE)
+    assert list(idata.posterior.data_vars) == ["beta"]
+
+
+def test_pymc_dp_sample_runs_exactly_one_private_step(regression_model):
+    with regression_model:
+        a = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
+        b = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
+        with pytest.raises(pymc_dp.UnsupportedModelError, match="exactly one"):
+            pymc_dp.sample(step=[a, b], draws=10)

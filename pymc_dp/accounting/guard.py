@@ -3,7 +3,9 @@
 PyMC hands each worker process its own pickled copy of a step, and runs sequential chains
 with one object whose sampling state it resets between chains. Neither copy can see what
 the others spent, so the budget lives outside the object: in a small JSON file, created
-with the step, locked with ``fcntl.flock`` for every read-modify-write. Every chain
+with the step in a directory only its owner can enter, guarded by ``fcntl.flock`` on a lock
+file beside it (shared for reads, exclusive for read-modify-write) and replaced atomically
+on every write, so a crash never leaves a half-written ledger. Every chain
 *reserves* its whole planned spending before it reads the data; a reservation that would
 take the composed cost of all reservations past the budget raises
 :class:`~pymc_dp.errors.PrivacyBudgetExceeded`.
@@ -68,7 +70,7 @@ class BudgetGuard:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         directory = Path(ledger_dir) if ledger_dir is not None else default_ledger_dir()
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = str(directory / f"{owner or 'budget'}-{uuid.uuid4().hex}.json")
         header = {
             "owner": owner,
@@ -78,31 +80,38 @@ class BudgetGuard:
             "reservations": [],
         }
         # "x": the file must be new; a clash of uuids must never merge two budgets.
+        with open(self.path + ".lock", "x"):
+            pass
         with open(self.path, "x") as f:
             json.dump(header, f)
 
     @contextmanager
-    def _locked(self):
+    def _locked(self, *, write: bool):
         try:
-            f = open(self.path, "r+")
+            lock = open(self.path + ".lock")
+            with open(self.path) as f:
+                pass
         except FileNotFoundError:
             raise PrivacyBudgetExceeded(
                 f"The privacy ledger {self.path} of this step is missing (deleted, or the step "
                 "was moved to another machine), so what it already spent cannot be known. "
                 "Create a new step with its own budget."
             ) from None
-        with f:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
             try:
-                data = json.load(f)
+                with open(self.path) as f:
+                    data = json.load(f)
                 yield data
-                f.seek(0)
-                f.truncate()
-                json.dump(data, f)
-                f.flush()
-                os.fsync(f.fileno())
+                if write:
+                    tmp = f"{self.path}.{os.getpid()}.tmp"
+                    with open(tmp, "w") as f:
+                        json.dump(data, f)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    os.replace(tmp, self.path)
             finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def reserve(self, events: list[Event], **info) -> dict:
         """Reserve ``events`` against the budget, or raise if they do not fit.
@@ -110,7 +119,7 @@ class BudgetGuard:
         ``info`` (JSON-safe) is stored with the reservation, e.g. the run id, chain length
         and noise multipliers. Returns the stored reservation.
         """
-        with self._locked() as data:
+        with self._locked(write=True) as data:
             ledger = _ledger_of(data["reservations"])
             ledger.extend(events)
             cost = ledger.epsilon(self.delta)
@@ -135,7 +144,7 @@ class BudgetGuard:
 
     def reservations(self) -> list[dict]:
         """All reservations so far, oldest first."""
-        with self._locked() as data:
+        with self._locked(write=False) as data:
             return list(data["reservations"])
 
     def spent(self, **match) -> PrivacyLedger:

@@ -228,7 +228,7 @@ class ABCDP(PrivateStep):
                 "An ABCDP step with an executor cannot be sent to PyMC's worker processes. "
                 "Sample with cores=1: the executor already runs the simulations in parallel."
             )
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["_abc"] = None  # private chain state never leaves the process
         return state
 

@@ -46,11 +46,12 @@ from pymc.pytensorf import make_shared_replacements
 from pymc.sampling.parallel import _cpu_count
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
+from pymc.util import get_state_from_generator
 
 from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.validation import check_delta, check_epsilon
-from pymc_dp.errors import PrivacyBudgetExceeded
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
 __all__ = ["PrivateStep", "pymc_default_chains"]
@@ -91,6 +92,8 @@ class PrivateStep(ArrayStepShared):
     """
 
     default_blocked = True
+    #: pm.sample(tune=None) tunes this long: private chains are short (every iteration costs)
+    default_tune_steps = 100
     #: whether the step needs continuous free variables
     needs_continuous = True
     #: pure ε-DP steps (no δ): their budget and reports have δ = 0
@@ -148,6 +151,7 @@ class PrivateStep(ArrayStepShared):
         )
         self.run_id: str | None = None  # set by pymc_dp.sample, recorded with reservations
         self._chain: _ChainBudget | None = None
+        self._last_q: np.ndarray | None = None  # the point this step last returned
 
         vars = self.private_model.value_vars
         shared = make_shared_replacements(initial_point, vars, model)
@@ -175,6 +179,30 @@ class PrivateStep(ArrayStepShared):
             "planned_chains": self.planned_chains,
         }
 
+    # ------------------------------------------------------------------ copies and state
+    def __getstate__(self):
+        # A copy (pickle, deepcopy, a worker process) must reserve its own chain: the
+        # running chain's iteration allowance never travels with it.
+        state = self.__dict__.copy()
+        state["_chain"] = None
+        state["_last_q"] = None
+        return state
+
+    @property
+    def sampling_state(self):
+        # The state may be stored with a trace (ZarrTrace). The chain's generator state
+        # would let anyone replay the privacy noise, so a scrubbed generator is stored
+        # instead; setup_chain installs the real one for every chain.
+        state = super().sampling_state
+        state.rng = get_state_from_generator(np.random.default_rng(0))
+        return state
+
+    @sampling_state.setter
+    def sampling_state(self, state):
+        PrivateStep._base_sampling_state.fset(self, state)
+
+    _base_sampling_state = ArrayStepShared.sampling_state
+
     # ------------------------------------------------------------------ plan
     def plan(self, chains: int) -> None:
         """Split the budget over ``chains`` chains (before any chain of this step ran)."""
@@ -197,10 +225,15 @@ class PrivateStep(ArrayStepShared):
             been read from the data at this point.
         """
         super().setup_chain(rng, tune, draws)
+        if int(draws) < 1 or int(tune) < 0:
+            raise ValueError(f"A chain needs draws >= 1 and tune >= 0, got {draws}, {tune}.")
         iterations = int(tune) + int(draws)
-        if iterations < 1:
-            raise ValueError("A chain needs at least one iteration.")
         self._chain = None
+        self._last_q = None
+        self._check_still_covers_the_model()
+        check_data = getattr(self.private_model, "check_data_unchanged", None)
+        if check_data is not None:
+            check_data()
         self._calibrate(iterations, self.planned_chains)
         events = self._chain_events(iterations)
         self.guard.reserve(
@@ -225,10 +258,28 @@ class PrivateStep(ArrayStepShared):
                 f"This chain reserved {chain.reserved} iterations and has run them all; "
                 "another iteration would spend privacy that was not reserved."
             )
+        if self._last_q is not None and not np.array_equal(q0.data, self._last_q):
+            # Another step moved the chain: a non-private step (e.g. pm.Metropolis in a
+            # CompoundStep under plain pm.sample) reads the data without noise.
+            raise UnsupportedModelError(
+                f"Another step changed the variables between two {type(self).__name__} "
+                "iterations. A private step must be the only step of its chains: any other "
+                "step reads the data without noise."
+            )
         chain.done += 1
         q_new, stats = self._transition(q0.data)
         stats.update(self._iteration_privacy_stats())
+        self._last_q = np.array(q_new, copy=True)
         return RaveledVars(q_new, q0.point_map_info), [stats]
+
+    def _check_still_covers_the_model(self) -> None:
+        model_vars = [v.name for v in self.private_model.model.value_vars]
+        mine = [v.name for v in self.vars]
+        if sorted(model_vars) != sorted(mine):
+            raise UnsupportedModelError(
+                f"The model's free variables {model_vars} are no longer those this step was "
+                f"built for {mine} (variables added after the step?). Build a new step."
+            )
 
     @staticmethod
     def competence(var, has_grad):

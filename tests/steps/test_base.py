@@ -1,0 +1,102 @@
+"""The shared guarantees of every private step (pymc_dp.steps.base), shown with DPPenalty."""
+
+import copy
+import cloudpickle
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+
+from pymc.blocking import DictToArrayBijection
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+
+SAMPLE = dict(progressbar=False, cores=1, compute_convergence_checks=False)
+
+
+def _point_q(step, model):
+    point = model.initial_point()
+    return DictToArrayBijection.map({v.name: point[v.name] for v in step.vars})
+
+
+def test_copies_of_a_running_step_must_reserve_their_own_chain(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+    step.setup_chain(np.random.default_rng(0), 0, 5)
+    q = _point_q(step, model)
+    for _ in range(5):
+        q, _ = step.astep(q)
+    with pytest.raises(PrivacyBudgetExceeded):
+        step.astep(q)
+    for clone in (copy.deepcopy(step), cloudpickle.loads(cloudpickle.dumps(step))):
+        with pytest.raises(PrivacyBudgetExceeded, match="setup_chain"):
+            clone.astep(q)
+        with pytest.raises(PrivacyBudgetExceeded):  # and the budget is spent
+            clone.setup_chain(np.random.default_rng(1), 0, 5)
+
+
+def test_a_non_private_step_in_the_same_chains_is_refused(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        with pytest.raises(UnsupportedModelError, match="Another step"):
+            pm.sample(draws=20, tune=0, chains=1, step=[step, pm.Metropolis()], random_seed=0,
+                      **SAMPLE)
+
+
+def test_variables_added_after_the_step_are_refused_before_reserving(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        pm.Normal("late", 0, 1)
+        with pytest.raises(UnsupportedModelError, match="no longer"):
+            step.setup_chain(np.random.default_rng(0), 0, 10)
+    assert step.guard.reservations() == []
+
+
+def test_data_changed_after_the_step_is_refused():
+    with pm.Model() as model:
+        yd = pm.Data("yd", np.zeros(10))
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1, observed=yd)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        pm.set_data({"yd": np.ones(10)})
+        with pytest.raises(ValueError, match="changed after the step was built"):
+            step.setup_chain(np.random.default_rng(0), 0, 10)
+    assert step.guard.reservations() == []
+
+
+def test_zero_draws_are_refused_before_reserving(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+    with pytest.raises(ValueError, match="draws >= 1"):
+        step.setup_chain(np.random.default_rng(0), 10, 0)
+    assert step.guard.reservations() == []
+
+
+def test_stored_sampling_state_does_not_carry_the_noise_generator(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+    rng = np.random.default_rng(123)
+    step.setup_chain(rng, 0, 3)
+    q = _point_q(step, model)
+    step.astep(q)
+    from pymc.util import get_state_from_generator
+
+    stored = step.sampling_state.rng
+    assert stored != get_state_from_generator(step.rng)
+    assert stored == get_state_from_generator(np.random.default_rng(0))
+
+
+def test_default_tuning_is_short(conjugate):
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        idata = pm.sample(draws=20, chains=1, step=step, random_seed=0, **SAMPLE)
+    report = pymc_dp.privacy_report(step)
+    assert report.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert idata.posterior.attrs["tuning_steps"] == 100
