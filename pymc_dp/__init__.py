@@ -10,6 +10,8 @@ from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
 from pymc_dp.distances import MMD, ClippedDistance, RandomFeatureMMD
 from pymc_dp.kernels.svt import flip_probability
 from pymc_dp.model import public_data
+from pymc_dp.posterior_sampling import NotConvergedError, PosteriorSampling
+from pymc_dp import lipschitz
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 from pymc_dp.steps.dp_penalty import DPPenalty
 
@@ -20,9 +22,12 @@ __all__ = [
     "ClippedDistance",
     "DPPenalty",
     "MMD",
+    "NotConvergedError",
+    "PosteriorSampling",
     "RandomFeatureMMD",
     "accepted_samples",
     "flip_probability",
+    "lipschitz",
     "PrivacyBudgetExceeded",
     "PrivacyReport",
     "UnsupportedModelError",

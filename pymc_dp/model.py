@@ -380,7 +380,11 @@ class PrivateModel:
         self._prior_graph = prior  # for the lazily compiled gradients
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
-        self._loglik_fn = pm_compile([q, *self._placeholders], per_datum, **compile_kwargs)
+        # on_unused_input: a per-datum pm.Data the likelihood does not read, or an observed
+        # array PyTensor merged with an equal constant, is simply not needed.
+        self._loglik_fn = pm_compile(
+            [q, *self._placeholders], per_datum, on_unused_input="ignore", **compile_kwargs
+        )
         self._loglik_fn.trust_input = True
         self._prior_fn = pm_compile([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
@@ -446,7 +450,15 @@ class PrivateModel:
 
         Private: never release this without clipping and noise.
         """
-        return self._loglik_fn(np.asarray(q, dtype=self._q.dtype), *self._data_values)
+        try:
+            return self._loglik_fn(np.asarray(q, dtype=self._q.dtype), *self._data_values)
+        except Exception as err:
+            # PyTensor messages can print input values (an out-of-range index, a shape):
+            # those are private. Name the error type only.
+            raise RuntimeError(
+                f"Evaluating the per-datum log-likelihood failed ({type(err).__name__}); the "
+                "message is withheld because it may show data values."
+            ) from None
 
     def logprior(self, q: np.ndarray) -> float:
         """Public log prior density of ``q`` on the value space (Jacobians included)."""

@@ -64,10 +64,14 @@ class PrivacyReport:
         lines = [f"(ε, δ) = ({self.epsilon:.6g}, {self.delta:.3g})   [{self.source}]"]
         budget = self.details.get("budget")
         if budget:
-            lines.append(
-                f"budget: ε = {budget['epsilon']:.6g}, δ = {budget['delta']:.3g}, "
-                f"planned chains = {budget.get('planned_chains')}"
+            plan = (
+                f", planned chains = {budget['planned_chains']}"
+                if "planned_chains" in budget
+                else f", draws = {budget['draws']}"
+                if "draws" in budget
+                else ""
             )
+            lines.append(f"budget: ε = {budget['epsilon']:.6g}, δ = {budget['delta']:.3g}{plan}")
         spent = self.details.get("spent")
         if spent:
             lines.append(
@@ -79,6 +83,9 @@ class PrivacyReport:
             lines.append("  chain " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
         for row in self.details.get("ledger", []):
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+        for key in ("guarantee", "not_covered"):  # e.g. pymc_dp.PosteriorSampling's caveats
+            if self.details.get(key):
+                lines.append(f"{key.replace('_', ' ')}: {self.details[key]}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):  # IPython
@@ -357,7 +364,9 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
         * a result of plain ``pm.sample`` with a Gaussian private step: recomputed from the
           per-draw stats ``dp_mu_chain`` (μ of each chain, tuning included) and ``dp_delta``;
         * a private step: everything it has spent over its life, all runs and processes;
-        * a :class:`~pymc_dp.accounting.PrivacyLedger` (with ``delta``).
+        * a :class:`~pymc_dp.accounting.PrivacyLedger` (with ``delta``);
+        * any object with a ``lifetime_privacy_report()`` method (e.g.
+          :class:`pymc_dp.posterior_sampling.PosteriorSampling`): what it spent over its life.
     delta : float, optional
         δ at which to report a ledger (default: the step's or trace's δ).
 
@@ -366,7 +375,7 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
     >>> from pymc_dp.accounting import GaussianEvent, PrivacyLedger
     >>> ledger = PrivacyLedger([GaussianEvent(name="mean", count=1, noise_multiplier=5.0)])
     >>> round(privacy_report(ledger, delta=1e-6).epsilon, 3)
-    0.986
+    0.834
     """
     if isinstance(obj, PrivateStep):
         ledger = obj.guard.spent()
@@ -396,6 +405,9 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
             eps, d, source = data.pop("epsilon"), data.pop("delta"), data.pop("source")
             return PrivacyReport(eps, d, source, data)
         return _report_from_stats(obj, delta)
+    lifetime = getattr(obj, "lifetime_privacy_report", None)  # e.g. PosteriorSampling
+    if callable(lifetime):
+        return lifetime()
     raise TypeError(f"privacy_report does not know how to read a {type(obj).__name__}")
 
 

@@ -1,0 +1,562 @@
+r"""``PosteriorSampling``: draws of a tempered posterior, private by themselves.
+
+Dimitrakakis et al. (2017), Thm 8 and Cor 10; ``ALGORITHMS.md``, "Posterior sampling
+mechanism". If every datum's log-likelihood ratio varies over the prior's support by at most
+``2L`` (:mod:`pymc_dp.lipschitz`), one exact draw from the posterior is ``2L``-DP and N
+independent exact draws are ``2NL``-DP — pure DP, δ = 0, no added noise. Tempering the
+likelihood by T (``p(x|θ)^T``) scales L by T, so a budget ε for N draws needs
+``T ≤ ε / (2NL)``.
+
+The guarantee is for **exact** posterior draws. Here the draws come from NUTS run on the
+tempered posterior and thinned; the MCMC approximation error is outside ε, and the release
+says so. The run is checked for convergence (R-hat, ESS) from the tempered chain's draws
+only, and nothing is released unless the check passes.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+import warnings
+
+from collections.abc import Sequence
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+
+from pymc.logprob.basic import logp as rv_logp
+from pymc.model import Model, modelcontext
+from pymc.model.fgraph import (
+    ModelObservedRV,
+    fgraph_from_model,
+    model_from_fgraph,
+    model_potential,
+)
+
+from pytensor.graph.fg import Output
+
+from pymc_dp.accounting.events import PureDPEvent
+from pymc_dp.accounting.guard import BudgetGuard
+from pymc_dp.accounting.ledger import PrivacyLedger
+from pymc_dp.accounting.validation import check_epsilon
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.lipschitz import (
+    LipschitzBound,
+    check_data_within_bounds,
+    lipschitz_bound,
+)
+from pymc_dp.model import PrivateModel, data_dependent_deterministics
+from pymc_dp.sampling import PrivacyReport, release
+
+__all__ = ["NotConvergedError", "PosteriorSampling", "tempered_model"]
+
+REPORT_VERSION = 1
+TEMPERED_POTENTIAL = "tempered_loglik"
+
+GUARANTEE = (
+    "Pure ε-DP (δ = 0) for exact, independent draws from the tempered posterior "
+    "(Dimitrakakis et al. 2017, Thm 8 and Cor 10): each draw costs 2·T·L, where L bounds half "
+    "the oscillation over the prior's support of one datum's log-likelihood ratio."
+)
+NOT_COVERED = (
+    "The released draws are thinned from an MCMC (NUTS) run on the tempered posterior, not "
+    "exact independent draws: the MCMC approximation error, and the pass/fail outcome of the "
+    "convergence check (a function of the whole tempered chain), are outside ε."
+)
+
+
+class NotConvergedError(RuntimeError):
+    """The tempered chain failed its convergence check; nothing was released.
+
+    The message carries no diagnostic values (they are functions of the tempered chain).
+    With ``return_diagnostics=True`` they are on the ``private_diagnostics`` attribute,
+    for the data holder only.
+    """
+
+    private_diagnostics: dict | None = None
+
+
+# ---------------------------------------------------------------------- tempered model
+def tempered_model(model: Model, temperature: float) -> Model:
+    """A copy of ``model`` whose likelihood is raised to the power ``temperature``.
+
+    Every observed variable is removed and replaced by one ``pm.Potential`` named
+    ``"tempered_loglik"`` equal to ``T · Σ log p(x | θ)`` over all observed elements; the free
+    variables, their priors and transforms, deterministics and other potentials are cloned
+    unchanged. PyMC's samplers then target ``prior(θ) · p(X | θ)^T``.
+
+    The copy still reads the data (inside the potential): sample it, never share its raw
+    results. :class:`PosteriorSampling` releases only thinned posterior draws.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> with pm.Model() as m:
+    ...     p = pm.Uniform("p", 0.1, 0.9)
+    ...     _ = pm.Bernoulli("y", p, observed=np.array([0, 1, 1]))
+    >>> t = tempered_model(m, 0.5)
+    >>> [v.name for v in t.free_RVs], t.observed_RVs, [v.name for v in t.potentials]
+    (['p'], [], ['tempered_loglik'])
+    """
+    temperature = float(temperature)
+    if not (math.isfinite(temperature) and 0 < temperature <= 1):
+        raise ValueError(f"temperature must be in (0, 1], got {temperature!r}")
+    fgraph, _ = fgraph_from_model(model, inlined_views=True)
+    observed = [
+        (i, out)
+        for i, out in enumerate(fgraph.outputs)
+        if out.owner is not None and isinstance(out.owner.op, ModelObservedRV)
+    ]
+    if not observed:
+        raise UnsupportedModelError("The model has no observed variables: nothing to temper.")
+    terms = []
+    for i, out in observed:
+        other_clients = [c for c, _ in fgraph.clients[out] if not isinstance(c.op, Output)]
+        if other_clients:
+            raise UnsupportedModelError(
+                f"Observed variable {out.name!r} is used by other variables of the model; the "
+                "tempered model cannot remove it. Build the model without that dependence."
+            )
+        rv, value = out.owner.inputs[:2]
+        terms.append(pt.sum(rv_logp(rv, value)))
+    loglik = terms[0] if len(terms) == 1 else pt.add(*terms)
+    potential = model_potential(pt.as_tensor(temperature, dtype=loglik.dtype) * loglik,
+                                TEMPERED_POTENTIAL)
+    for i, _ in sorted(observed, reverse=True):
+        fgraph.remove_output(i)
+    fgraph.add_output(potential)
+    return model_from_fgraph(fgraph, mutate_fgraph=True)
+
+
+# ---------------------------------------------------------------------- the mechanism
+class PosteriorSampling:
+    r"""The posterior sampling mechanism: N draws of a tempered posterior, pure ε-DP.
+
+    Given the number ``draws`` = N of draws to release and the budget ``eps``, the
+    mechanism computes the Lipschitz constant L of one datum's log-likelihood from the
+    declared data bounds and the priors' supports (:func:`pymc_dp.lipschitz.lipschitz_bound`;
+    models it cannot bound are refused), tempers the likelihood by
+    ``T = min(1, ε / (2NL))``, runs NUTS on ``prior(θ) p(X|θ)^T``, checks convergence, and
+    releases exactly N draws thinned evenly from the pooled chains. Each exact draw would be
+    ``2TL``-DP, so N draws cost at most ε (Dimitrakakis et al. 2017, Thm 8, Cor 10).
+
+    The guarantee covers exact draws of the tempered posterior; the MCMC approximation error
+    is outside ε, and the report says so. T depends on the model's structure, the declared
+    bounds and (ε, N) only — never on the data.
+
+    Parameters
+    ----------
+    eps : float
+        The privacy budget ε (> 0), pure DP, for this object's whole life.
+    draws : int
+        N, the number of posterior draws the object will release (≥ 1). More draws mean a
+        smaller T: a flatter tempered posterior.
+    data_bounds : (low, high) or dict, optional
+        The declared range of every datum: one pair for all observed variables or a dict
+        ``{name: (low, high)}``. Required for Normal and Exponential observations. The
+        observed data must lie within them (checked; the error never shows values).
+    metric : {"replace_one", "l1"}
+        Neighbouring datasets differ in one datum replaced by any value within the bounds
+        (default), or lie at ℓ1 distance ≤ 1 (e.g. one trial of a Binomial count).
+    max_rhat : float
+        The largest rank-normalised split R-hat the tempered chain may have (default 1.01).
+    min_ess : float, optional
+        The smallest bulk and tail ESS the tempered chain must reach (default
+        ``max(400, N)``, so that N evenly thinned draws are nearly independent).
+    model : pm.Model, optional
+        The model (default: from context). Every free variable must be continuous.
+    ledger_dir : str or Path, optional
+        Where the budget's ledger file lives (see :class:`pymc_dp.accounting.guard.BudgetGuard`).
+
+    Attributes
+    ----------
+    lipschitz : LipschitzBound
+        L and how it was computed, per observed variable.
+    temperature : float
+        T = min(1, ε / (2NL)), nudged down so that ``N · 2TL ≤ ε`` in floating point.
+    epsilon_per_draw : float
+        ``2 T L``.
+
+    Notes
+    -----
+    Released: N draws of the free variables and of the deterministics that do not read
+    data, as one chain, with attrs ``dp_epsilon``, ``dp_delta`` (= 0) and ``dp_report``.
+    Not released: the other MCMC draws, sampler statistics (step sizes, energies, tree
+    depths are functions of the tempered posterior's geometry), timings, and the R-hat /
+    ESS values (functions of all the tempered chain's draws, not only of the N released).
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_dp
+    >>> from pymc_dp.posterior_sampling import PosteriorSampling
+    >>> y = np.random.default_rng(0).binomial(1, 0.3, size=200)
+    >>> with pm.Model():
+    ...     p = pm.Uniform("p", 0.05, 0.95)
+    ...     _ = pm.Bernoulli("y", p, observed=y)
+    ...     mech = PosteriorSampling(eps=1.0, draws=10)
+    ...     idata = mech.sample(chains=2, tune=500, random_seed=1,
+    ...                         progressbar=False)
+    >>> idata.posterior["p"].shape
+    (1, 10)
+    >>> idata.attrs["dp_epsilon"] <= 1.0, idata.attrs["dp_delta"]
+    (True, 0.0)
+    """
+
+    def __init__(
+        self,
+        *,
+        eps: float,
+        draws: int,
+        data_bounds=None,
+        metric: str = "replace_one",
+        max_rhat: float = 1.01,
+        min_ess: float | None = None,
+        model: Model | None = None,
+        ledger_dir=None,
+    ):
+        # Public arguments first: bad input fails before the model or its data is touched.
+        self.epsilon = check_epsilon(eps, "eps")
+        self.delta = 0.0
+        self.draws = _positive_int("draws", draws)
+        self.max_rhat = float(max_rhat)
+        if not (math.isfinite(self.max_rhat) and self.max_rhat > 1.0):
+            raise ValueError(f"max_rhat must be a finite number > 1, got {max_rhat!r}")
+        if min_ess is not None and not (math.isfinite(float(min_ess)) and float(min_ess) > 0):
+            raise ValueError(f"min_ess must be a finite number > 0, got {min_ess!r}")
+        self.min_ess = None if min_ess is None else float(min_ess)
+
+        model = modelcontext(model)
+        self.model = model
+        # L from the structure, the priors' supports and the declared bounds: no data values.
+        self.lipschitz: LipschitzBound = lipschitz_bound(
+            model, data_bounds=data_bounds, metric=metric
+        )
+        self.metric = self.lipschitz.metric
+        # Validation of the model and its data (finite, one row per datum, priors and
+        # potentials free of data, continuous free variables); nothing is released.
+        self.private_model = PrivateModel(model, continuous=True)
+        check_data_within_bounds(model, self.lipschitz)
+        self.deterministics_reading_data = self.private_model.deterministics_reading_data
+        if self.deterministics_reading_data:
+            warnings.warn(
+                f"Deterministics {self.deterministics_reading_data} are computed from data; "
+                "they are left out of the release.",
+                UserWarning,
+                stacklevel=2,
+            )
+
+        self.temperature = self.lipschitz.temperature_for(self.epsilon, self.draws)
+        self.epsilon_per_draw = self.lipschitz.epsilon_per_draw(self.temperature)
+        self.tempered = tempered_model(model, self.temperature)
+        self.guard = BudgetGuard(
+            self.epsilon, 0.0, ledger_dir=ledger_dir, owner=type(self).__name__
+        )
+
+    # ------------------------------------------------------------------ sampling
+    def sample(
+        self,
+        *,
+        draws: int | None = None,
+        chains: int | None = None,
+        tune: int = 1000,
+        mcmc_draws: int | None = None,
+        random_seed=None,
+        return_diagnostics: bool = False,
+        **kwargs,
+    ):
+        """Run NUTS on the tempered posterior and release ``draws`` thinned draws.
+
+        Parameters
+        ----------
+        draws : int, optional
+            How many draws to release (default: the N planned). More than planned is
+            refused before any data is read; fewer cost proportionally less.
+        chains : int, optional
+            MCMC chains (≥ 2, for R-hat); default PyMC's.
+        tune, mcmc_draws : int
+            Tuning and kept iterations per chain (default ``mcmc_draws =
+            max(1000, ⌈2·min_ess / chains⌉)``).
+        random_seed
+            As for ``pm.sample``; the thinning is deterministic.
+        return_diagnostics : bool
+            **Not private.** Also return the R-hat and ESS values of the tempered chain
+            (functions of all its draws, not covered by ε) for the data holder's eyes only.
+        **kwargs
+            Passed to ``pm.sample`` (``cores``, ``target_accept``, …). ``progressbar``
+            defaults to False: NUTS's bar shows step sizes and divergences of the tempered
+            chain (not released, but not private either).
+
+        Returns
+        -------
+        DataTree
+            A result safe to share (see the class Notes), or ``(DataTree, dict)`` with
+            ``return_diagnostics=True``.
+
+        Raises
+        ------
+        PrivacyBudgetExceeded
+            More draws than planned, or a second release from a spent object.
+        NotConvergedError
+            The tempered chain failed its convergence check. Nothing was released, but the
+            budget is spent (it was reserved before the data was read): create a new
+            object with a longer run.
+        """
+        k = self.draws if draws is None else _positive_int("draws", draws)
+        if k > self.draws:
+            raise PrivacyBudgetExceeded(
+                f"{k} draws asked, but this PosteriorSampling was calibrated for at most "
+                f"{self.draws} (T = ε/(2NL) with N = {self.draws}). Create a new object for "
+                "more draws; no data was read."
+            )
+        chains = _default_chains() if chains is None else _positive_int("chains", chains)
+        if chains < 2:
+            raise ValueError("chains must be >= 2: convergence is checked with R-hat.")
+        tune = _nonnegative_int("tune", tune)
+        min_ess = self.min_ess if self.min_ess is not None else float(max(400, k))
+        if mcmc_draws is None:
+            mcmc_draws = max(1000, math.ceil(2 * min_ess / chains))
+        mcmc_draws = _positive_int("mcmc_draws", mcmc_draws)
+        if chains * mcmc_draws < k:
+            raise ValueError(
+                f"The run keeps {chains * mcmc_draws} draws, fewer than the {k} to release."
+            )
+        forbidden = {"step", "trace", "model", "var_names", "discard_tuned_samples"}
+        if forbidden & set(kwargs):
+            raise ValueError(f"{sorted(forbidden & set(kwargs))} cannot be set here.")
+        if kwargs.get("return_inferencedata") is False:
+            raise ValueError("PosteriorSampling returns a DataTree.")
+        idata_kwargs = dict(kwargs.pop("idata_kwargs", None) or {})
+        if idata_kwargs.get("log_likelihood"):
+            raise ValueError("Log-likelihoods are exact functions of the data; never released.")
+        kwargs.pop("compute_convergence_checks", None)
+
+        if self.guard.reservations():
+            raise PrivacyBudgetExceeded(
+                "This PosteriorSampling has already released its draws (or tried to); its "
+                "budget is spent. Create a new object with its own budget. No data was read."
+            )
+        run_id = uuid.uuid4().hex
+        event = PureDPEvent(
+            name="posterior_sampling",
+            count=k,
+            epsilon=self.epsilon_per_draw,
+            description=(
+                f"exact draw of the posterior tempered by T = {self.temperature:.6g}; "
+                f"L = {self.lipschitz.L:.6g} ({self.metric}); 2TL per draw"
+            ),
+        )
+        self.guard.reserve([event], run_id=run_id, draws=k, temperature=self.temperature)
+
+        var_names = self._released_names()
+        # The progress bar would show step sizes and divergences of the tempered chain.
+        kwargs.setdefault("progressbar", False)
+        try:
+            idata = pm.sample(
+                draws=mcmc_draws,
+                tune=tune,
+                chains=chains,
+                model=self.tempered,
+                var_names=var_names,
+                random_seed=random_seed,
+                compute_convergence_checks=False,
+                idata_kwargs=idata_kwargs,
+                **kwargs,
+            )
+        except pm.exceptions.SamplingError:
+            # PyMC's message lists log densities at the starting point, which read the data.
+            raise RuntimeError(
+                "NUTS failed on the tempered posterior (details withheld: they contain log "
+                "densities of the data). Nothing was released; the budget is spent."
+            ) from None
+        posterior = idata["posterior"].to_dataset()
+        diagnostics = _diagnostics(posterior, [v.name for v in self.tempered.free_RVs])
+        passed = (
+            diagnostics["max_rhat"] <= self.max_rhat
+            and diagnostics["min_ess_bulk"] >= min_ess
+            and diagnostics["min_ess_tail"] >= min_ess
+        )
+        if not passed:
+            error = NotConvergedError(
+                f"The tempered chain did not pass its convergence check (R-hat ≤ "
+                f"{self.max_rhat}, bulk and tail ESS ≥ {min_ess:g}). Nothing was released; "
+                "the budget of this object is spent. Create a new PosteriorSampling and run "
+                "longer (tune, mcmc_draws) or with more chains."
+            )
+            if return_diagnostics:
+                error.private_diagnostics = _label_private(diagnostics)
+            raise error
+
+        released = _thin(posterior, var_names, k)
+        report = self._report(run_id, k, chains, tune, mcmc_draws, min_ess)
+        result = xr.DataTree.from_dict({"posterior": released})
+        result = release(result, model=self.model)
+        result.attrs["dp_epsilon"] = report.epsilon
+        result.attrs["dp_delta"] = report.delta
+        result.attrs["dp_report"] = report.to_json()
+        if return_diagnostics:
+            return result, _label_private(diagnostics)
+        return result
+
+    def _released_names(self) -> list[str]:
+        private = set(self.deterministics_reading_data) | set(
+            data_dependent_deterministics(self.model)
+        )
+        names = [v.name for v in self.model.free_RVs]
+        names += [d.name for d in self.model.deterministics if d.name not in private]
+        return names
+
+    # ------------------------------------------------------------------ reports
+    def _report(self, run_id, k, chains, tune, mcmc_draws, min_ess) -> PrivacyReport:
+        reservations = [r for r in self.guard.reservations() if r.get("run_id") == run_id]
+        ledger = PrivacyLedger()
+        for r in reservations:
+            ledger.extend(_events(r))
+        spent = ledger.epsilon(0.0)
+        details = {
+            "report_version": REPORT_VERSION,
+            "mechanism": "posterior sampling (Dimitrakakis et al. 2017, Thm 8, Cor 10)",
+            "budget": {"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
+            "spent": {
+                "epsilon": spent,
+                "step_lifetime_epsilon": self.guard.spent().epsilon(0.0),
+            },
+            "guarantee": GUARANTEE,
+            "not_covered": NOT_COVERED,
+            "neighbouring": _neighbouring_text(self.metric),
+            "lipschitz": self.lipschitz.to_dict(),
+            "temperature": self.temperature,
+            "epsilon_per_draw": self.epsilon_per_draw,
+            "draws_released": k,
+            "sampler": {
+                "name": "NUTS (PyMC) on prior(θ)·p(X|θ)^T",
+                "chains": chains,
+                "tune": tune,
+                "draws_per_chain": mcmc_draws,
+                "thinning": f"{k} draws evenly spaced over the {chains * mcmc_draws} pooled "
+                "post-tuning draws (chain-major order)",
+            },
+            "convergence": {
+                "check": "rank-normalised split R-hat and bulk/tail ESS of every free variable, "
+                "computed from the draws of the tempered chains only (not from the data, "
+                "log densities or sampler statistics)",
+                "rhat_at_most": self.max_rhat,
+                "ess_at_least": min_ess,
+                "outcome": "passed (nothing is released otherwise)",
+                "values": "not released: they are functions of every draw of the tempered "
+                "chain, not only of the released ones",
+            },
+            "ledger": ledger.summary(),
+            "note": "ε is reserved before the data is read; a second release from this object "
+            "is refused.",
+        }
+        return PrivacyReport(
+            spent, 0.0, "pymc_dp.PosteriorSampling (posterior sampling mechanism, pure ε-DP)",
+            details,
+        )
+
+    def lifetime_privacy_report(self) -> PrivacyReport:
+        """Everything this object has spent, over all processes (its ledger file)."""
+        ledger = self.guard.spent()
+        return PrivacyReport(
+            ledger.epsilon(0.0),
+            0.0,
+            "PosteriorSampling lifetime ledger",
+            {
+                "budget": {"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
+                "temperature": self.temperature,
+                "lipschitz": self.lipschitz.to_dict(),
+                "guarantee": GUARANTEE,
+                "not_covered": NOT_COVERED,
+                "ledger": ledger.summary(),
+            },
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"PosteriorSampling(eps={self.epsilon:g}, draws={self.draws}, "
+            f"L={self.lipschitz.L:.6g}, temperature={self.temperature:.6g})"
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+def _events(reservation: dict):
+    from pymc_dp.accounting.events import event_from_dict
+
+    return [event_from_dict(e) for e in reservation["events"]]
+
+
+def _neighbouring_text(metric: str) -> str:
+    if metric == "replace_one":
+        return (
+            "replace-one: neighbouring datasets differ in one datum (one row of every observed "
+            "variable), replaced by any value within the declared data bounds"
+        )
+    return "l1: neighbouring datasets lie at ℓ1 distance ≤ 1 (e.g. one trial of a count)"
+
+
+def _diagnostics(posterior: xr.Dataset, names: Sequence[str]) -> dict[str, float]:
+    """Worst R-hat and smallest bulk / tail (5%, 95% quantiles) ESS over every scalar of the named variables."""
+    rhats, bulk, tail = [], [], []
+    for name in names:
+        values = np.asarray(posterior[name].values, dtype=float)
+        flat = values.reshape(values.shape[0], values.shape[1], -1)
+        for j in range(flat.shape[-1]):
+            x = flat[..., j]
+            rhats.append(float(az.rhat(x)))
+            bulk.append(float(az.ess(x, method="bulk")))
+            tail.append(float(az.ess(x, method="tail", prob=(0.05, 0.95))))
+    as_bad = lambda v, bad: bad if not np.isfinite(v) else v  # noqa: E731
+    return {
+        "max_rhat": max(as_bad(r, math.inf) for r in rhats),
+        "min_ess_bulk": min(as_bad(e, 0.0) for e in bulk),
+        "min_ess_tail": min(as_bad(e, 0.0) for e in tail),
+    }
+
+
+def _label_private(diagnostics: dict) -> dict[str, Any]:
+    return {
+        "NOT_PRIVATE": "functions of the whole tempered chain, not covered by ε: never share",
+        **diagnostics,
+    }
+
+
+def _thin(posterior: xr.Dataset, names: Sequence[str], k: int) -> xr.Dataset:
+    """``k`` draws evenly spaced over the pooled chains, as one chain; no other attrs."""
+    n_chains = posterior.sizes["chain"]
+    n_draws = posterior.sizes["draw"]
+    total = n_chains * n_draws
+    index = np.minimum(((np.arange(k) + 0.5) * total / k).astype(np.int64), total - 1)
+    data_vars = {}
+    coords: dict[str, Any] = {"chain": [0], "draw": np.arange(k)}
+    for name in names:
+        da = posterior[name]
+        values = np.asarray(da.values)
+        pooled = values.reshape(total, *values.shape[2:])[index]
+        dims = ("chain", "draw", *da.dims[2:])
+        data_vars[name] = (dims, pooled[None])
+        for dim in da.dims[2:]:
+            if dim in posterior.coords:
+                coords[dim] = posterior.coords[dim].values
+    return xr.Dataset(data_vars, coords=coords)
+
+
+def _default_chains() -> int:
+    from pymc_dp.steps.base import pymc_default_chains
+
+    return pymc_default_chains()
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not (isinstance(value, int | np.integer) and value >= 1):
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
+def _nonnegative_int(name: str, value) -> int:
+    if isinstance(value, bool) or not (isinstance(value, int | np.integer) and value >= 0):
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
