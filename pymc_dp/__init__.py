@@ -13,14 +13,18 @@ from pymc_dp.model import public_data
 from pymc_dp.posterior_sampling import NotConvergedError, PosteriorSampling
 from pymc_dp import lipschitz
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
+from pymc_dp.steps.dp_barker import DPBarker
 from pymc_dp.steps.dp_penalty import DPPenalty
+from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ABCDP",
     "ClippedDistance",
+    "DPBarker",
     "DPPenalty",
+    "MinibatchDPPenalty",
     "MMD",
     "NotConvergedError",
     "PosteriorSampling",

@@ -30,9 +30,27 @@ from pymc_dp.accounting.gaussian import (
     zcdp_epsilon,
 )
 from pymc_dp.accounting.ledger import PrivacyLedger
+from pymc_dp.accounting.barker import (  # DP Barker (thesis Theorem 7)
+    BarkerEvent,
+    barker_delta,
+    barker_epsilon,
+    barker_max_iterations,
+)
+from pymc_dp.accounting.subsampling import (  # subsampled mechanisms (thesis Theorems 7, 8)
+    subsampled_noise_multiplier,
+    thesis_subsampled_gaussian_rdp,
+    wbk_subsampled_rdp,
+)
 from pymc_dp.accounting.validation import check_delta, check_epsilon, check_releases
 
 __all__ = [
+    "BarkerEvent",
+    "barker_delta",
+    "barker_epsilon",
+    "barker_max_iterations",
+    "subsampled_noise_multiplier",
+    "thesis_subsampled_gaussian_rdp",
+    "wbk_subsampled_rdp",
     "Event",
     "GaussianEvent",
     "LaplaceEvent",

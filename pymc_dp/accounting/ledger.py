@@ -17,6 +17,14 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    ``(ε_pure, 0)``- and an ``(ε', δ)``-DP mechanism is ``(ε_pure + ε', δ)``-DP, so
    ``ε_total(δ) = ε_pure + ε_nonpure(δ)``.
 
+4. **DP Barker events compose in RDP.** If the ledger holds any
+   :class:`~pymc_dp.accounting.barker.BarkerEvent` (thesis Theorem 7, whose guarantee is an
+   RDP bound), all non-pure events are composed by adding RDP at the integer orders
+   ``2 < α < b/5`` (Gaussian and without-replacement subsampled Gaussian events through
+   dp-accounting's RDP accountant) and converted with ``ε = min_α ρ_α + ln(1/δ)/(α − 1)``
+   (:mod:`~pymc_dp.accounting.barker`); pure events add by rule 3. Events with no RDP at
+   those orders (Poisson subsampling under replace-one) are refused.
+
 An empty ledger (or one whose events all have ``count == 0``) costs ε = 0.
 """
 
@@ -43,12 +51,13 @@ from pymc_dp.accounting.events import (
     event_from_dict,
 )
 from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon
+from pymc_dp.accounting.barker import BarkerEvent, barker_delta, barker_epsilon
 from pymc_dp.accounting.validation import check_delta
 
 __all__ = ["PrivacyLedger"]
 
 _PURE = (LaplaceEvent, PureDPEvent)
-_NONPURE = (GaussianEvent, SubsampledGaussianEvent)
+_NONPURE = (GaussianEvent, SubsampledGaussianEvent, BarkerEvent)
 _FORMAT = "pymc_dp.PrivacyLedger"
 _VERSION = 1
 
@@ -228,6 +237,11 @@ class PrivacyLedger:
         delta = check_delta(delta)
         if not nonpure:
             return pure
+        if any(isinstance(e, BarkerEvent) for e in nonpure):  # rule 4: RDP composition
+            key = ("barker_epsilon", nonpure, delta)
+            if key not in self._cache:
+                self._cache[key] = barker_epsilon(nonpure, delta)
+            return pure + self._cache[key]
         if not any(isinstance(e, SubsampledGaussianEvent) for e in nonpure):
             return pure + gaussian_epsilon(self.mu, delta)
         key = ("epsilon", nonpure, delta)
@@ -277,6 +291,11 @@ class PrivacyLedger:
         nonpure = self._nonpure()
         if not nonpure:
             return 0.0
+        if any(isinstance(e, BarkerEvent) for e in nonpure):  # rule 4: RDP composition
+            key = ("barker_delta", nonpure, remaining)
+            if key not in self._cache:
+                self._cache[key] = barker_delta(nonpure, remaining)
+            return self._cache[key]
         if not any(isinstance(e, SubsampledGaussianEvent) for e in nonpure):
             return gaussian_delta(remaining, self.mu)
         key = ("delta", nonpure, remaining)
@@ -329,6 +348,16 @@ class PrivacyLedger:
                     sampling_rate=e.sampling_rate,
                     sampling=e.sampling,
                     sensitivity=e.sensitivity,
+                )
+                if delta is not None:
+                    row["epsilon"] = PrivacyLedger([e]).epsilon(delta)
+            elif isinstance(e, BarkerEvent):
+                row.update(
+                    n_data=e.n_data,
+                    batch_size=e.batch_size,
+                    sampling_rate=e.sampling_rate,
+                    noise_variance=e.noise_variance,
+                    sensitivity="|Δλ| ≤ 2/√b, |Δs²| ≤ 5/b (thesis Thm 7)",
                 )
                 if delta is not None:
                     row["epsilon"] = PrivacyLedger([e]).epsilon(delta)

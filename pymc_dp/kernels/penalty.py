@@ -23,6 +23,7 @@ from pymc_dp.kernels.clipping import clipped_sum
 __all__ = [
     "PROPOSALS",
     "PenaltyState",
+    "noisy_clipped_ratio",
     "penalty_transition",
     "propose",
 ]
@@ -81,6 +82,35 @@ def guided_directions_after(directions: np.ndarray, coordinate: int, accepted: b
     return flipped
 
 
+def noisy_clipped_ratio(
+    rng: np.random.Generator,
+    loglik_proposed: np.ndarray,
+    loglik_current: np.ndarray,
+    distance: float,
+    *,
+    clip_bound: float,
+    noise_multiplier: float,
+) -> tuple[float, float]:
+    """Release the clipped log-likelihood ratio of a move of length ``distance``: one release.
+
+    ``R = Σ_j clip_{b·distance}(ℓ_j(θ') − ℓ_j(θ))`` has sensitivity ``c = 2 b · distance``
+    under replace-one; the release is ``R̂ = R + N(0, σ²)`` with ``σ = z · c``, which costs
+    μ = 1/(2 z²) whatever ``distance`` is. Shared by the DP penalty and DP HMC acceptance
+    tests (ALGORITHMS.md, "DP penalty" step 2–3 and "DP HMC" step 2).
+
+    Returns
+    -------
+    (float, float)
+        The released ``R̂`` and the noise standard deviation ``σ`` (public: it depends only
+        on the public distance and settings), which the caller needs for the ``−σ²/2``
+        penalty correction.
+    """
+    bound = clip_bound * distance
+    ratio = clipped_sum(loglik_proposed - loglik_current, bound)
+    noise_sd = noise_multiplier * 2.0 * bound
+    return ratio + noise_sd * rng.standard_normal(), noise_sd
+
+
 @dataclass(frozen=True)
 class PenaltyInfo:
     accepted: bool
@@ -103,11 +133,16 @@ def penalty_transition(
     ``loglik_fn`` returns per-datum log-likelihoods (read once per call, at θ' only: θ's
     are cached in ``state``); ``logprior_fn`` the public log prior.
     """
-    bound = clip_bound * float(np.linalg.norm(q_proposed - state.q))
+    distance = float(np.linalg.norm(q_proposed - state.q))
     loglik_proposed = loglik_fn(q_proposed)
-    ratio = clipped_sum(loglik_proposed - state.loglik, bound)
-    noise_sd = noise_multiplier * 2.0 * bound
-    noisy_ratio = ratio + noise_sd * rng.standard_normal()  # the release
+    noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
+        rng,
+        loglik_proposed,
+        state.loglik,
+        distance,
+        clip_bound=clip_bound,
+        noise_multiplier=noise_multiplier,
+    )
     logprior_proposed = logprior_fn(q_proposed)
     log_accept = noisy_ratio + (logprior_proposed - state.logprior) - 0.5 * noise_sd**2
     accepted = bool(np.log(rng.uniform()) < log_accept)

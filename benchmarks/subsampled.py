@@ -1,0 +1,272 @@
+"""Minibatch DP penalty and DP Barker on the thesis' tempered 2-d banana: MMD and speed.
+
+Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.benchmark_models``,
+``pymc_dp.evaluation.mmd``, ``pymc_dp.accounting``). Two parts:
+
+``mmd``
+    The thesis' tempered banana, d = 2 (Table 5.1: n = 10⁵, n0 = 1000, so T = 0.01; a = 20,
+    σ0² = 1000, likelihood variances (20, 2.5), true θ = (0, 3)); δ = 0.1/n; ε ∈ {1, 2, 4, 6};
+    ``--chains`` chains per ε and sampler (thesis: 20), each its own release (a fresh step
+    with the full (ε, δ) and ``chains=1``), started at the thesis' starting points (5.4),
+    the second half of each chain against 1000 exact draws of the tempered posterior
+    (Theorem 13), MMD with the median-heuristic Gaussian kernel (5.5), mean ± sd over chains.
+    "exact" is the MMD of exact samples of a chain's second-half size (the thesis' black
+    lines).
+
+    The minibatch steps sample the *untempered* model with ``tempering = n0/n`` (the thesis'
+    formulation: clip bounds on untempered ratios); the full-data reference DPPenalty, which
+    has no tempering option, samples ``banana(n0=1000)``, whose likelihood is tempered in the
+    model, with the thesis' clip bound times T. The two models hold the same data.
+
+    Settings are the thesis' own for this model (its code, ``code/params/*_tempered-2d.py``
+    of github.com/oraisa/masters-thesis), and like the thesis we run no adaptation
+    (``tune=0``):
+
+    * minibatch DP penalty: b = 1000, clip bound 4 per unit distance, proposal sd 0.025, τ =
+      1.5 (noise multiplier z = √τ ≈ 1.22); with OCU + guided walk (``--guided``): τ = 2,
+      proposal sd 0.04;
+    * DP Barker: b = 1300, proposal sd 0.12 (σ² = 2, clip √b/n0 fixed by the algorithm);
+    * full-data DP penalty (``--with-dppenalty``): clip bound 5 per unit distance, proposal
+      sd 0.035, τ = 0.2 (z = τ√n).
+
+    Run lengths, as in the thesis: the noise is fixed by τ and the chain runs as many
+    iterations K(ε) as the accountant allows. For the minibatch penalty K is the largest k
+    for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (RDP,
+    sampling without replacement; the thesis used the tighter Fourier accountant, so its K
+    is larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
+    Barker K is Theorem 7's maximum (:func:`pymc_dp.accounting.barker_max_iterations`).
+
+    Thesis Fig 6.3 plots these curves, but its values are not in the text; what the text
+    says (6.3, 7): on the tempered models the minibatch algorithms work, unlike on the flat
+    ones, "but even there they are not better than the algorithms using the full data", and
+    DP Barker clips many ratios (Fig 6.5) because its clip bound cannot be tuned.
+
+``speed``
+    Seconds per iteration of each minibatch step over one full-data DPPenalty iteration on
+    the same data (n = 10⁵), one chain, one core, in one process: compilation and fixed costs
+    removed by differencing a short and a long run (``tune=0``, fixed noise for the
+    minibatch penalty so that no calibration enters); process CPU time, minimum and median
+    over ``--repeats`` interleaved repetitions.
+
+Usage::
+
+    python benchmarks/subsampled.py [--parts mmd speed] [--chains 20] [--quick]
+                                    [--with-dppenalty] [--guided]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+import pymc_dp
+
+from pymc_dp.accounting import PrivacyLedger, SubsampledGaussianEvent, barker_max_iterations
+from pymc_dp.benchmark_models import banana
+from pymc_dp.evaluation import mmd
+from pymc_dp.steps.dp_barker import DPBarker
+from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
+
+SAMPLE = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
+
+#: The thesis' settings for the tempered 2-d banana (code/params/*_tempered-2d.py).
+MB_PLAIN = dict(tau=1.5, scaling=0.025, clip_bound=4.0, batch_size=1000, proposal="random_walk")
+MB_GUIDED = dict(tau=2.0, scaling=0.04, clip_bound=4.0, batch_size=1000, proposal="guided")
+BARKER = dict(scaling=0.12, batch_size=1300)
+DPP = dict(tau=0.2, scaling=0.035, clip_bound=5.0)
+
+
+def max_subsampled_releases(eps, delta, z, q, hi=1 << 20):
+    """The largest k such that k releases (multiplier z, rate q) cost at most (ε, δ)."""
+    cost = lambda k: PrivacyLedger(  # noqa: E731
+        [SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)]
+    ).epsilon(delta)
+    lo = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if cost(mid) <= eps else (lo, mid)
+    return lo
+
+
+def dppenalty_iterations(eps, delta, z):
+    """Thesis Algorithm 2 with the exact Gaussian accountant: the largest k with k/(2z²) allowed."""
+    mu = pymc_dp.accounting.max_gaussian_mu(eps, delta)
+    return int(math.floor(2 * z * z * mu * (1 - 1e-12)))
+
+
+# ---------------------------------------------------------------------- samplers
+def run_minibatch_penalty(flat, eps, K, start, seed, cfg, tempering):
+    with flat.model:
+        step = MinibatchDPPenalty(
+            eps=eps, batch_size=cfg["batch_size"], clip_bound=cfg["clip_bound"],
+            tempering=tempering, proposal=cfg["proposal"], scaling=cfg["scaling"], chains=1,
+        )
+        return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
+                              initvals={flat.var_name: start}, **SAMPLE)
+
+
+def run_barker(flat, eps, K, start, seed, tempering):
+    with flat.model:
+        step = DPBarker(eps=eps, batch_size=BARKER["batch_size"], tempering=tempering,
+                        scaling=BARKER["scaling"], chains=1)
+        return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
+                              initvals={flat.var_name: start}, **SAMPLE)
+
+
+def run_dppenalty(tempered, eps, K, start, seed):
+    with tempered.model:
+        step = pymc_dp.DPPenalty(eps=eps, clip_bound=DPP["clip_bound"] * tempered.tempering,
+                                 scaling=DPP["scaling"], chains=1)
+        return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
+                              initvals={tempered.var_name: start}, **SAMPLE)
+
+
+def mmd_part(args, flat, tempered):
+    n, T = flat.n, tempered.tempering
+    delta = 0.1 / n
+    rng = np.random.default_rng(args.seed + 1)
+    reference = tempered.posterior_draws(args.reference, rng)
+    starts = tempered.start_points(args.chains, rng=args.seed + 2)
+    post_sd = tempered.posterior_draws(10_000, args.seed + 3).std(axis=0)
+    print(f"tempered banana d=2, n={n}, n0={args.n0} (T={T:g}), a=20, sigma0^2=1000; "
+          f"delta = 0.1/n = {delta:.1e}; tempered posterior sd {np.round(post_sd, 4)}")
+    print(f"{args.chains} chains per eps and sampler, each its own (eps, delta) release; tune=0; "
+          f"second half of each chain vs {args.reference} exact draws")
+
+    samplers = [("minibatch DP penalty", "mb", MB_PLAIN)]
+    if args.guided:
+        samplers.append(("minibatch DP penalty OCU+GWMH", "mb", MB_GUIDED))
+    samplers.append(("DP Barker", "barker", BARKER))
+    if args.with_dppenalty:
+        samplers.append(("DP penalty (full data)", "dpp", DPP))
+
+    rows = []
+    t0 = time.perf_counter()
+    for label, kind, cfg in samplers:
+        for eps in args.eps:
+            if kind == "mb":
+                K = max_subsampled_releases(eps, delta, math.sqrt(cfg["tau"]), cfg["batch_size"] / n)
+            elif kind == "barker":
+                K = barker_max_iterations(eps, delta, n, cfg["batch_size"])
+            else:
+                K = dppenalty_iterations(eps, delta, cfg["tau"] * math.sqrt(n))
+            mmds, acc, noise, spent = [], [], [], []
+            for c in range(args.chains):
+                seed = int(1_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
+                if kind == "mb":
+                    idata = run_minibatch_penalty(flat, eps, K, starts[c], seed, cfg, T)
+                    noise.append(float(idata.sample_stats["dp_noise_multiplier"].values.flat[0]))
+                elif kind == "barker":
+                    idata = run_barker(flat, eps, K, starts[c], seed, T)
+                else:
+                    idata = run_dppenalty(tempered, eps, K, starts[c], seed)
+                    noise.append(float(idata.sample_stats["noise_multiplier"].values.flat[0]))
+                draws = tempered.theta_draws(idata)[0]
+                half = draws[draws.shape[0] // 2 :]
+                mmds.append(mmd(half, reference, rng=np.random.default_rng(seed)))
+                acc.append(float(np.mean(idata.sample_stats["accepted"].values)))
+                spent.append(float(idata.attrs["dp_epsilon"]))
+            brng = np.random.default_rng(args.seed + 4)
+            half_len = K - K // 2
+            exact = np.mean([mmd(tempered.posterior_draws(half_len, brng), reference, rng=brng)
+                             for _ in range(10)])
+            rows.append(dict(sampler=label, eps=eps, K=K, mmd=np.mean(mmds), sd=np.std(mmds),
+                             median=np.median(mmds), exact=exact, acc=np.mean(acc),
+                             z=np.mean(noise) if noise else float("nan"), spent=max(spent)))
+            print(f"  {label}, eps={eps:g}: K={K} done ({time.perf_counter() - t0:.0f}s)", flush=True)
+
+    print()
+    print(f"{'sampler':<32} {'eps':>4} {'iters':>6} {'z':>6} {'accept':>7} "
+          f"{'MMD mean ± sd':>15} {'median':>7} {'exact':>7} {'eps spent':>9}")
+    for r in rows:
+        z = "-" if math.isnan(r["z"]) else f"{r['z']:.2f}"
+        print(f"{r['sampler']:<32} {r['eps']:>4g} {r['K']:>6d} {z:>6} {r['acc']:>7.3f} "
+              f"{r['mmd']:>7.3f} ± {r['sd']:<5.3f} {r['median']:>7.3f} {r['exact']:>7.3f} "
+              f"{r['spent']:>9.4g}")
+    return rows
+
+
+# ---------------------------------------------------------------------- speed
+def _cpu():
+    return time.process_time()
+
+
+def _time(bm, make_step, draws, seed):
+    with bm.model:
+        step = make_step()
+        start = _cpu()
+        pymc_dp.sample(step=step, draws=draws, tune=0, random_seed=seed,
+                       initvals={bm.var_name: bm.true_theta}, **SAMPLE)
+        return _cpu() - start
+
+
+def speed_part(args, flat, tempered):
+    T = tempered.tempering
+    makers = {
+        "DPPenalty (full data)": (tempered, lambda: pymc_dp.DPPenalty(
+            eps=1e3, clip_bound=DPP["clip_bound"] * T, scaling=DPP["scaling"],
+            noise_multiplier=DPP["tau"] * math.sqrt(flat.n), chains=1)),
+        "MinibatchDPPenalty b=1000": (flat, lambda: MinibatchDPPenalty(
+            eps=1e3, batch_size=1000, clip_bound=4.0, tempering=T, scaling=0.025,
+            noise_multiplier=math.sqrt(1.5), chains=1)),
+        "DPBarker b=1300": (flat, lambda: DPBarker(
+            eps=1e4, batch_size=1300, tempering=T, scaling=0.12, chains=1)),
+    }
+    per_iter = {k: [] for k in makers}
+    for name, (bm, make) in makers.items():  # warm-up: one-off costs
+        _time(bm, make, 10, args.seed)
+    for r in range(args.repeats):
+        for name, (bm, make) in makers.items():
+            short = _time(bm, make, args.short, args.seed + r)
+            long = _time(bm, make, args.long, args.seed + r)
+            per_iter[name].append((long - short) / (args.long - args.short))
+    print(f"\nspeed: n={flat.n}, one chain, one core, {args.short} vs {args.long} draws, "
+          f"{args.repeats} repeats (process CPU time per iteration)")
+    base = min(per_iter["DPPenalty (full data)"])
+    for name, v in per_iter.items():
+        ms = [1e3 * x for x in v]
+        print(f"  {name:<28} min {min(ms):.3f} ms, median {statistics.median(ms):.3f} ms;"
+              f"  ratio to DPPenalty (min) {min(v) / base:.3f}")
+    return per_iter
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", nargs="+", default=["mmd", "speed"], choices=["mmd", "speed"])
+    parser.add_argument("--chains", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="5 chains per eps")
+    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 2.0, 4.0, 6.0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--n0", type=float, default=1000.0)
+    parser.add_argument("--reference", type=int, default=1000)
+    parser.add_argument("--guided", action="store_true", help="also the OCU + guided-walk minibatch penalty")
+    parser.add_argument("--with-dppenalty", action="store_true", help="also the full-data DPPenalty MMD")
+    parser.add_argument("--short", type=int, default=200)
+    parser.add_argument("--long", type=int, default=1200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.chains = 5
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    flat = banana(n=args.n, d=2, a=20.0, sigma0_sq=1000.0, seed=args.seed)
+    tempered = banana(n=args.n, d=2, a=20.0, sigma0_sq=1000.0, n0=args.n0, seed=args.seed)
+    assert np.array_equal(flat.data, tempered.data)
+    start = time.perf_counter()
+    if "mmd" in args.parts:
+        mmd_part(args, flat, tempered)
+    if "speed" in args.parts:
+        speed_part(args, flat, tempered)
+    print(f"\n(total {time.perf_counter() - start:.0f}s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Package data of pymc_dp (read with importlib.resources)."""

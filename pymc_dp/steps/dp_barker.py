@@ -1,0 +1,243 @@
+"""``DPBarker``: the DP Barker acceptance test on random batches (kernel: :mod:`pymc_dp.kernels.barker`)."""
+
+from __future__ import annotations
+
+import math
+
+from typing import Any
+
+import numpy as np
+
+from pymc_dp.accounting.barker import (
+    BARKER_NOISE_VARIANCE,
+    MIN_BARKER_BATCH,
+    BarkerEvent,
+    barker_max_iterations,
+)
+from pymc_dp.accounting.ledger import PrivacyLedger
+from pymc_dp.errors import PrivacyBudgetExceeded
+from pymc_dp.kernels.barker import barker_transition, load_vcorr
+from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
+
+__all__ = ["DPBarker"]
+
+
+class DPBarker(SubsampledPrivateStep):
+    r"""Differentially private MCMC by the Barker acceptance test on random batches.
+
+    Heikkilä, Jälkö, Dikmen & Honkela (2019); thesis 3.3, Algorithm 3. Each iteration
+    proposes θ', draws a batch of ``batch_size`` rows without replacement from the chain's
+    generator, clips every per-datum log-likelihood ratio at ``√b / n0`` (``n0 = nT``) and
+    releases ``λ + N(0, 2 − s²)``, where ``λ = (nT/b) Σ_B r_j`` and ``s² ≤ 1`` is the batch
+    estimate of λ's variance; θ' is accepted iff ``release + log prior ratio + V > 0`` with
+    ``V ~ V_corr``, the correction distribution that makes ``N(0, 2) + V_corr`` a
+    Logistic(0, 1) (up to a Kolmogorov–Smirnov distance of 5.9·10⁻⁴, see
+    :class:`~pymc_dp.kernels.barker.VCorr`). That is Barker's test, accept with probability
+    ``1/(1 + e^{−λ})``, so the chain targets the (tempered) posterior up to the V_corr and
+    central-limit approximations.
+
+    There is no noise to calibrate: the noise variance is fixed at 2. The budget instead
+    bounds the number of iterations: thesis Theorem 7 gives the RDP of one iteration from b
+    and n alone, and ``k`` iterations cost ``ε = min_α k ε(α) + ln(1/δ)/(α − 1)`` over the
+    integer orders ``2 < α < b/5`` (:meth:`max_iterations`). That number is split evenly
+    over the planned chains: a longer chain, a chain beyond the plan, or a second run of
+    the step is refused before any data is read. A run may cost less than the budget (the
+    report says what it released).
+
+    Parameters
+    ----------
+    vars : list, optional
+        Must be every free variable (default).
+    eps : float
+        Privacy budget ε of this step object, for its whole life, all chains and tuning
+        included.
+    delta : float, optional
+        Budget δ in (0, 1); default ``0.1 / n``.
+    batch_size : int
+        b, the rows read per iteration: at least 16 (Theorem 7 needs an integer order
+        2 < α < b/5) and at most n. Larger batches cost more privacy per iteration but
+        bind the clip less.
+    tempering : float
+        T = n0/n in (0, 1]: the chain targets the tempered posterior ∝ prior ·
+        likelihood^T, and the clip bound √b/n0 on the untempered ratios loosens as T
+        shrinks (without tempering, √b/n clips almost everything on large data).
+    noise_variance : float
+        σ², fixed at 2 (Theorem 7 and the shipped V_corr are for σ² = 2; a correction
+        distribution only exists for σ² < π²/3).
+    proposal : {"random_walk", "one_component", "guided"}
+        The proposals of :class:`~pymc_dp.DPPenalty` (Barker's acceptance function keeps
+        the guided walk's extended-space reversibility).
+    S, scaling, tune_interval
+        Per-coordinate proposal standard deviations, their initial factor (tuned from
+        accept decisions during tuning) and the tuning period.
+    chains, ledger_dir, model, initial_point, compile_kwargs, rng
+        See :class:`pymc_dp.steps.base.PrivateStep`.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_dp
+    >>> from pymc_dp.steps.dp_barker import DPBarker
+    >>> y = np.random.default_rng(1).normal(1.0, 1.0, size=20_000)
+    >>> with pm.Model():
+    ...     mu = pm.Normal("mu", 0, 10)
+    ...     _ = pm.Normal("y", mu, 1, observed=y)
+    ...     step = DPBarker(eps=4.0, batch_size=200, tempering=0.01, scaling=0.05, chains=2)
+    ...     idata = pymc_dp.sample(step=step, draws=300, tune=100, chains=2,
+    ...                            random_seed=1, progressbar=False)
+    >>> idata.attrs["dp_epsilon"] <= 4.0
+    True
+    """
+
+    name = "dp_barker"
+    stats_dtypes_shapes = {
+        "accept": (np.float64, []),
+        "accepted": (np.float64, []),
+        "scaling": (np.float64, []),
+        "dp_noise_variance": (np.float64, []),
+        **SUBSAMPLED_PRIVACY_STATS,
+    }
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        eps: float,
+        delta: float | None = None,
+        batch_size: int,
+        tempering: float = 1.0,
+        noise_variance: float = BARKER_NOISE_VARIANCE,
+        proposal: str = "random_walk",
+        S=None,
+        scaling: float = 1.0,
+        tune_interval: int = 100,
+        chains: int | None = None,
+        ledger_dir=None,
+        model=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked: bool = True,
+        rng=None,
+    ):
+        _check_noise_variance(noise_variance)
+        if isinstance(batch_size, int) and not isinstance(batch_size, bool) and 1 <= batch_size < MIN_BARKER_BATCH:
+            raise ValueError(
+                f"DPBarker needs batch_size >= {MIN_BARKER_BATCH}: its accountant (thesis "
+                f"Theorem 7) needs an integer RDP order 2 < α < b/5; got {batch_size}"
+            )
+        self.noise_variance = BARKER_NOISE_VARIANCE
+        super().__init__(
+            vars,
+            eps=eps,
+            delta=delta,
+            batch_size=batch_size,
+            tempering=tempering,
+            proposal=proposal,
+            S=S,
+            scaling=scaling,
+            tune_interval=tune_interval,
+            chains=chains,
+            ledger_dir=ledger_dir,
+            model=model,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+            blocked=blocked,
+            rng=rng,
+        )
+        self._vcorr = load_vcorr()
+        if self.max_iterations() < 1:
+            cost = PrivacyLedger(self._chain_events(1)).epsilon(self.delta)
+            raise ValueError(
+                f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for "
+                f"even one DP Barker iteration with b = {self.batch_size} of n = "
+                f"{self.private_model.n_data} (one iteration costs ε = {cost:.4g}). Use a "
+                "smaller batch or a larger budget."
+            )
+
+    def public_settings(self) -> dict[str, Any]:
+        return {**super().public_settings(), "noise_variance": self.noise_variance}
+
+    def max_iterations(self) -> int:
+        """The most iterations, over all chains and tuning, that the whole budget allows."""
+        return barker_max_iterations(
+            self.epsilon, self.delta, self.private_model.n_data, self.batch_size
+        )
+
+    # ------------------------------------------------------------------ privacy plan
+    def _calibrate(self, iterations: int, chains: int) -> None:
+        # Nothing to calibrate (σ² = 2 is fixed). As for the other steps, the budget is
+        # split into `chains` equal allotments, here of iterations: a chain may run at most
+        # max_iterations() // chains of them, and the step runs at most `chains` chains over
+        # its life. Checked before the chain reads any data; the guard then reserves the
+        # chain's actual releases against the budget.
+        allowed = self.max_iterations()
+        per_chain = allowed // chains
+        if iterations > per_chain:
+            raise PrivacyBudgetExceeded(
+                f"A chain of {iterations} iterations (tuning included) is longer than this "
+                f"step's per-chain allotment of {per_chain}: the budget ε = {self.epsilon:.4g}, "
+                f"δ = {self.delta:.3g} allows {allowed} DP Barker iterations in all with "
+                f"b = {self.batch_size} of n = {self.private_model.n_data} (thesis Theorem 7), "
+                f"split over {chains} planned chain(s). Run fewer or shorter chains, or use a "
+                "smaller batch. No data was read."
+            )
+        ran = len(self.guard.reservations())
+        if ran >= chains:
+            raise PrivacyBudgetExceeded(
+                f"This step already ran the {chains} chain(s) its budget was planned for; "
+                "another chain would be beyond the plan. Create a new step with its own "
+                "budget. No data was read."
+            )
+
+    def _chain_events(self, iterations: int) -> list[BarkerEvent]:
+        return [
+            BarkerEvent(
+                name="Barker test statistic",
+                count=iterations,
+                n_data=self.private_model.n_data,
+                batch_size=self.batch_size,
+            )
+        ]
+
+    # ------------------------------------------------------------------ sampling
+    def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        pmodel = self.private_model
+        proposal = self._propose(q)
+        q_new, logprior_new, info = barker_transition(
+            self.rng,
+            q,
+            self._logprior(q),
+            proposal.q,
+            pmodel.loglik_rows,
+            pmodel.logprior,
+            n_data=pmodel.n_data,
+            batch_size=self.batch_size,
+            tempering=self.tempering,
+            vcorr=self._vcorr,
+        )
+        self._after(proposal, q_new, logprior_new, info.accepted)
+        stats = {
+            "accept": info.accept_prob,
+            "accepted": float(info.accepted),
+            "scaling": float(np.mean(self.scaling)),
+            "dp_noise_variance": self.noise_variance,
+        }
+        return q_new, stats
+
+
+def _check_noise_variance(value) -> None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"noise_variance must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"noise_variance must be a finite number > 0, got {value!r}")
+    if v >= math.pi**2 / 3:
+        raise ValueError(
+            f"noise_variance must be < π²/3 ≈ {math.pi**2 / 3:.4f} (the variance of the "
+            f"Logistic(0, 1) that N(0, σ²) + V_corr must match), got {value!r}"
+        )
+    if v != BARKER_NOISE_VARIANCE:
+        raise ValueError(
+            f"DPBarker supports noise_variance = {BARKER_NOISE_VARIANCE} only: thesis Theorem "
+            f"7 and the shipped V_corr fit are for σ² = 2; got {value!r}"
+        )

@@ -1,0 +1,243 @@
+"""Shared parts of the minibatch steps (:class:`~pymc_dp.MinibatchDPPenalty`, :class:`~pymc_dp.DPBarker`).
+
+Each iteration of these steps reads a batch of ``b`` of the ``n`` rows, drawn without
+replacement from the chain's generator (the one PyMC hands the chain in ``setup_chain``;
+not ``pm.Minibatch``, whose batches are drawn with replacement by its own graph RNG), and
+makes one noisy release computed from that batch only
+(:meth:`pymc_dp.model.PrivateModel.loglik_rows`, O(b) per evaluation).
+
+The releases are subsampled: their cost is not a sum of μ, so these steps subclass
+:class:`~pymc_dp.steps.base.PrivateStep` directly. Every draw records the chain's release
+count so far (tuning included), the batch size, n and δ, plus what defines the mechanism
+(the noise multiplier, or DP Barker's noise variance), so that
+:func:`pymc_dp.privacy_report` recomputes the cost from a plain ``pm.sample`` trace
+(:func:`events_from_stats`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from dataclasses import field
+from typing import Any
+
+import numpy as np
+
+from pymc.step_methods.compound import StepMethodState
+from pymc.step_methods.metropolis import tune as metropolis_tune
+from pymc.step_methods.state import dataclass_state
+
+from pymc_dp.accounting.barker import BarkerEvent
+from pymc_dp.accounting.events import Event, SubsampledGaussianEvent
+from pymc_dp.kernels.penalty import PROPOSALS, Proposal, guided_directions_after, propose
+from pymc_dp.steps.base import PrivateStep, _finite_positive
+
+__all__ = ["SUBSAMPLED_PRIVACY_STATS", "SubsampledPrivateStep", "events_from_stats"]
+
+#: Per-draw privacy stats of the minibatch steps (all public). ``dp_releases_chain`` counts
+#: the chain's releases so far, tuning included, so the last draw of a chain says what the
+#: whole chain released even when tuning draws are discarded.
+SUBSAMPLED_PRIVACY_STATS = {
+    "dp_releases_chain": (np.int64, []),
+    "dp_batch_size": (np.int64, []),
+    "dp_n_data": (np.int64, []),
+    "dp_delta": (np.float64, []),
+}
+
+
+@dataclass_state
+class SubsampledStepState(StepMethodState):
+    # Public values only: this state may be stored with a trace (ZarrTrace).
+    scaling: np.ndarray
+    tune: bool
+    steps_until_tune: int
+    accepted_sum: int
+    directions: np.ndarray
+    proposal: str = field(metadata={"frozen": True})
+
+
+def _check_batch_size(batch_size) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    return int(batch_size)
+
+
+def _check_tempering(tempering) -> float:
+    if isinstance(tempering, bool):
+        raise ValueError(f"tempering must be a number in (0, 1], got {tempering!r}")
+    try:
+        value = float(tempering)
+    except (TypeError, ValueError):
+        raise ValueError(f"tempering must be a number in (0, 1], got {tempering!r}") from None
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise ValueError(f"tempering must be in (0, 1] (T = n0/n), got {tempering!r}")
+    return value
+
+
+class SubsampledPrivateStep(PrivateStep):
+    """A private step whose iterations each release one statistic of a random batch.
+
+    Holds the batch size, the tempering, the proposal (random walk, one-component or
+    guided, with the scale tuned from accept decisions during tuning: post-processing) and
+    the per-draw privacy stats. Subclasses implement the release (``_transition``) and
+    its accounting (``_calibrate``, ``_chain_events``).
+    """
+
+    _state_class = SubsampledStepState
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        eps: float,
+        delta: float | None = None,
+        batch_size: int,
+        tempering: float = 1.0,
+        proposal: str = "random_walk",
+        S=None,
+        scaling: float = 1.0,
+        tune_interval: int = 100,
+        chains: int | None = None,
+        ledger_dir=None,
+        model=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked: bool = True,
+        rng=None,
+    ):
+        self.batch_size = _check_batch_size(batch_size)
+        self.tempering = _check_tempering(tempering)
+        if proposal not in PROPOSALS:
+            raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
+        self.proposal = proposal
+        scaling = _finite_positive("scaling", scaling)
+        if not (isinstance(tune_interval, int) and tune_interval >= 1):
+            raise ValueError(f"tune_interval must be an int >= 1, got {tune_interval!r}")
+        super().__init__(
+            vars,
+            eps=eps,
+            delta=delta,
+            chains=chains,
+            ledger_dir=ledger_dir,
+            model=model,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+            blocked=blocked,
+            rng=rng,
+        )
+        n = self.private_model.n_data
+        if self.batch_size > n:
+            # n is public under replace-one neighbouring (it is not changed by a replacement).
+            raise ValueError(
+                f"batch_size ({self.batch_size}) cannot exceed the number of individuals n = {n}"
+            )
+        self.sampling_rate = self.batch_size / n
+        # Compile the batch evaluation now: a model that cannot follow a batch of rows is
+        # refused before any data is read.
+        self.private_model.compile_rows()
+        dim = self.private_model.dim
+        S = np.ones(dim) if S is None else np.asarray(S, dtype=float)
+        if S.shape != (dim,) or not np.all(np.isfinite(S) & (S > 0)):
+            raise ValueError(f"S must be {dim} positive per-coordinate proposal sds")
+        self.S = S
+        self.scaling = np.atleast_1d(scaling).astype(float)
+        self.tune = True
+        self.tune_interval = tune_interval
+        self.steps_until_tune = tune_interval
+        self.accepted_sum = 0
+        self.directions = np.ones(dim)
+        self._untuned = {"scaling": self.scaling, "steps_until_tune": tune_interval}
+        self._releases = 0
+        self._logprior_cache: tuple[np.ndarray, float] | None = None
+
+    def public_settings(self) -> dict[str, Any]:
+        return {
+            **super().public_settings(),
+            "batch_size": self.batch_size,
+            "n_data": self.private_model.n_data,
+            "tempering": self.tempering,
+            "proposal": self.proposal,
+        }
+
+    # ------------------------------------------------------------------ proposals, tuning
+    def reset_tuning(self):
+        """Reset the proposal scale to its initial value (PyMC calls this per chain)."""
+        self.scaling = self._untuned["scaling"]
+        self.steps_until_tune = self._untuned["steps_until_tune"]
+        self.accepted_sum = 0
+
+    def _start_chain(self) -> None:
+        self._releases = 0
+        self._logprior_cache = None
+        self.directions = self.rng.choice([-1.0, 1.0], size=self.private_model.dim)
+
+    def _propose(self, q: np.ndarray) -> Proposal:
+        if self.tune and self.steps_until_tune == 0:
+            self.scaling = metropolis_tune(self.scaling, self.accepted_sum / self.tune_interval)
+            self.steps_until_tune = self.tune_interval
+            self.accepted_sum = 0
+        return propose(self.rng, q, self.S * self.scaling, self.proposal, self.directions)
+
+    def _logprior(self, q: np.ndarray) -> float:
+        """The public log prior at ``q``, cached for the current point."""
+        cache = self._logprior_cache
+        if cache is None or not np.array_equal(cache[0], q):
+            cache = (q.copy(), self.private_model.logprior(q))
+        return cache[1]
+
+    def _after(self, proposal: Proposal, q_new: np.ndarray, logprior_new: float, accepted: bool):
+        if self.proposal == "guided":
+            self.directions = guided_directions_after(self.directions, proposal.coordinate, accepted)
+        self._logprior_cache = (np.array(q_new, copy=True), logprior_new)
+        self.accepted_sum += accepted
+        self.steps_until_tune -= 1
+
+    # ------------------------------------------------------------------ privacy stats
+    def _iteration_privacy_stats(self) -> dict[str, Any]:
+        self._releases += 1
+        return {
+            "dp_releases_chain": self._releases,
+            "dp_batch_size": self.batch_size,
+            "dp_n_data": self.private_model.n_data,
+            "dp_delta": self.delta,
+        }
+
+
+def events_from_stats(stats) -> list[list[Event]] | None:
+    """The events of each chain of a trace made by a minibatch step, from its sample stats.
+
+    Reads the last draw of every chain: ``dp_releases_chain`` (tuning included),
+    ``dp_batch_size``, ``dp_n_data`` and ``dp_noise_multiplier`` (minibatch DP penalty) or
+    ``dp_noise_variance`` (DP Barker). Returns ``None`` if the stats are not from such a step.
+    """
+    names = set(stats.data_vars)
+    if not {"dp_releases_chain", "dp_batch_size", "dp_n_data"} <= names:
+        return None
+    last = {k: np.ravel(stats[k].isel(draw=-1).values) for k in names if k.startswith("dp_")}
+    chains = []
+    for i in range(last["dp_releases_chain"].size):
+        count = int(last["dp_releases_chain"][i])
+        n, b = int(last["dp_n_data"][i]), int(last["dp_batch_size"][i])
+        if "dp_noise_variance" in last:
+            event = BarkerEvent(
+                name="Barker test statistic",
+                count=count,
+                n_data=n,
+                batch_size=b,
+                noise_variance=float(last["dp_noise_variance"][i]),
+            )
+        elif "dp_noise_multiplier" in last:
+            event = SubsampledGaussianEvent(
+                name="minibatch log-likelihood ratio",
+                count=count,
+                noise_multiplier=float(last["dp_noise_multiplier"][i]),
+                sampling_rate=b / n,
+                sampling="without_replacement",
+            )
+        else:
+            return None
+        chains.append([event])
+    return chains
