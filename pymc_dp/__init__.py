@@ -4,11 +4,12 @@ Private step methods for ``pm.sample``, exact privacy accounting, and results th
 safe to share. See ``README.md`` and ``docs/``.
 """
 
-from pymc_dp import accounting
+from pymc_dp import accounting, mechanisms
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
 from pymc_dp.distances import MMD, ClippedDistance, RandomFeatureMMD
 from pymc_dp.kernels.svt import flip_probability
+from pymc_dp.mechanisms import GaussianMechanism, InfectionCurveMechanism, LaplaceMechanism
 from pymc_dp.model import public_data
 from pymc_dp.posterior_sampling import NotConvergedError, PosteriorSampling
 from pymc_dp import lipschitz
@@ -23,6 +24,9 @@ __all__ = [
     "ABCDP",
     "ClippedDistance",
     "DPBarker",
+    "GaussianMechanism",
+    "InfectionCurveMechanism",
+    "LaplaceMechanism",
     "DPPenalty",
     "MinibatchDPPenalty",
     "MMD",
@@ -36,6 +40,7 @@ __all__ = [
     "PrivacyReport",
     "UnsupportedModelError",
     "accounting",
+    "mechanisms",
     "privacy_report",
     "public_data",
     "release",

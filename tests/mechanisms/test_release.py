@@ -1,0 +1,219 @@
+"""Release functions: noise of the documented scale, recorded cost, clear errors."""
+
+import doctest
+
+import numpy as np
+import pytest
+
+from scipy import stats
+
+import pymc_dp
+import pymc_dp.mechanisms.likelihood
+import pymc_dp.mechanisms.release
+import pymc_dp.mechanisms.routes
+import pymc_dp.mechanisms.statistics
+
+from pymc_dp.accounting.events import GaussianEvent, LaplaceEvent, PureDPEvent
+from pymc_dp.accounting.gaussian import gaussian_epsilon, noise_multiplier_for
+from pymc_dp.mechanisms import (
+    clamp,
+    gaussian_release,
+    infection_curve_release,
+    laplace_release,
+    ledger_of,
+    linear_regression_records,
+    linear_regression_release,
+    linear_regression_sensitivity,
+    unpack_linear_regression,
+)
+
+M = 40_000  # noise draws per statistical test: the scale is estimated to about 1%
+
+
+# ---- noise of the documented scale -----------------------------------------------------
+
+
+def test_laplace_noise_has_scale_sensitivity_over_epsilon():
+    value = np.linspace(-5, 5, M)
+    rel = laplace_release(value, sensitivity=3.0, epsilon=1.5, rng=1)
+    noise = rel.value - value
+    assert rel.noise_scale == 2.0
+    # Mean absolute deviation of Lap(b) is b; its sd is b, so the estimate has sd b/√M.
+    assert abs(np.mean(np.abs(noise)) / 2.0 - 1.0) < 0.02
+    assert abs(np.mean(noise)) < 4 * np.sqrt(2) * 2.0 / np.sqrt(M)
+    assert stats.kstest(noise, stats.laplace(scale=2.0).cdf).pvalue > 1e-3
+    # The same test rejects a scale off by a factor of 2 in either direction.
+    assert stats.kstest(noise, stats.laplace(scale=4.0).cdf).pvalue < 1e-10
+    assert stats.kstest(noise, stats.laplace(scale=1.0).cdf).pvalue < 1e-10
+
+
+def test_gaussian_noise_has_sd_sigma_and_calibration_is_exact():
+    rel = gaussian_release(np.zeros(M), sensitivity=0.5, sigma=1.5, rng=2)
+    assert abs(np.std(rel.value) / 1.5 - 1.0) < 0.02
+    assert stats.kstest(rel.value, stats.norm(scale=1.5).cdf).pvalue > 1e-3
+    assert stats.kstest(rel.value, stats.norm(scale=3.0).cdf).pvalue < 1e-10
+    # (ε, δ) calibration: the smallest σ for which one release is (ε, δ)-DP.
+    rel = gaussian_release(np.zeros(M), sensitivity=0.5, epsilon=1.0, delta=1e-5, rng=3)
+    z = noise_multiplier_for(1.0, 1e-5, 1)
+    assert rel.noise_scale == pytest.approx(0.5 * z)
+    assert abs(np.std(rel.value) / rel.noise_scale - 1.0) < 0.02
+    assert gaussian_epsilon(rel.event.mu, 1e-5) <= 1.0
+    rel = gaussian_release(1.0, sensitivity=2.0, noise_multiplier=3.0, rng=0)
+    assert rel.noise_scale == 6.0
+
+
+def test_infection_curve_counts_are_binomial_with_documented_probability():
+    infected = np.array([0, 250, 1000])
+    population, n_trials, m = 1000, 200, 50.0
+    draws = np.array([
+        infection_curve_release(
+            infected, population=population, n_trials=n_trials, m=m, rng=s
+        ).value
+        for s in range(3000)
+    ])
+    p = (infected + m) / (population + 2 * m)
+    assert np.allclose(draws.mean(0), n_trials * p, atol=4 * np.sqrt(n_trials * 0.25 / 3000))
+    assert np.allclose(draws.var(0) / (n_trials * p * (1 - p)), 1.0, atol=0.1)
+
+
+# ---- recorded cost --------------------------------------------------------------------
+
+
+def test_releases_record_their_cost_and_compose_in_a_ledger():
+    lap = laplace_release([1.0, 2.0], sensitivity=2.0, epsilon=0.5, rng=0, name="mean")
+    gau = gaussian_release(3.0, sensitivity=1.0, sigma=4.0, rng=0, name="total")
+    sir = infection_curve_release([3, 50], population=100, n_trials=10, m=20, rng=0, name="sir")
+    assert lap.event == LaplaceEvent(name="mean", epsilon=0.5, sensitivity=2.0)
+    assert gau.event == GaussianEvent(name="total", noise_multiplier=4.0, sensitivity=1.0)
+    assert isinstance(sir.event, PureDPEvent) and sir.event.epsilon == 10 * 2 / 20
+    ledger = ledger_of({"a": lap, "b": sir})
+    assert ledger.epsilon(0.0) == pytest.approx(0.5 + 1.0)
+    ledger = ledger_of([lap, gau])
+    assert ledger.epsilon(1e-6) == pytest.approx(0.5 + gaussian_epsilon(1 / 32, 1e-6))
+    assert ledger_of(lap).epsilon(0.0) == 0.5
+    report = pymc_dp.privacy_report(ledger_of([lap, sir]), delta=0.0)
+    assert report.epsilon == pytest.approx(1.5) and "infection-curve" in str(report)
+
+
+def test_infection_curve_epsilon_and_m_are_two_views_of_one_parameter():
+    # The paper's setting: n_s = m = 1000, L = 10 gives ε = 10 (Prop 4).
+    rel = infection_curve_release(np.arange(10), population=1000, n_trials=1000, m=1000, rng=0)
+    assert rel.epsilon == 10.0
+    rel = infection_curve_release(np.arange(10), population=1000, n_trials=1000, epsilon=0.1, rng=0)
+    assert rel.m == pytest.approx(1e5)
+
+
+def test_release_is_frozen_and_serialisable():
+    rel = laplace_release([1.0, 2.0], sensitivity=1.0, epsilon=1.0, rng=0)
+    with pytest.raises(ValueError):
+        rel.value[0] = 0.0
+    with pytest.raises(AttributeError):
+        rel.epsilon = 2.0
+    d = rel.to_dict()
+    assert d["kind"] == "laplace" and d["noise_scale"] == 1.0 and len(d["value"]) == 2
+
+
+# ---- clamping and statistics with known sensitivity ------------------------------------
+
+
+def test_clamp_clips_or_refuses_out_of_bounds_data_without_echoing_it():
+    assert np.array_equal(clamp([-3.0, 0.5, 12.0], lower=-1, upper=1), [-1.0, 0.5, 1.0])
+    secret = 123.456789
+    with pytest.raises(ValueError, match="outside the declared bounds") as err:
+        clamp([0.1, secret], lower=0, upper=1, clip=False)
+    assert "123" not in str(err.value)
+    with pytest.raises(ValueError, match="required"):
+        clamp([0.1], lower=None, upper=1)
+    with pytest.raises(ValueError, match="smaller"):
+        clamp([0.1], lower=1, upper=1)
+    with pytest.raises(ValueError, match="NaN"):
+        clamp([np.nan], lower=0, upper=1)
+
+
+def test_regression_statistics_bad_bounds_and_outside_data():
+    x, y = np.zeros((3, 2)), np.array([0.0, 15.0, 1.0])
+    with pytest.raises(TypeError):
+        linear_regression_records(x, y, y_bounds=(-10, 10))  # x_bounds missing
+    with pytest.raises(ValueError, match="x_bounds are required"):
+        linear_regression_records(x, y, x_bounds=None, y_bounds=(-10, 10))
+    with pytest.raises(ValueError, match="outside the declared bounds") as err:
+        linear_regression_release(x, y, x_bounds=(-10, 10), y_bounds=(-10, 10), epsilon=1.0,
+                                  rng=0, clip=False)
+    assert "15" not in str(err.value)
+
+
+def test_regression_sensitivity_bounds_the_l1_change_of_one_record():
+    rng = np.random.default_rng(0)
+    for p in (1, 2, 3):
+        a = rng.uniform(-1, 1, size=(20_000, p + 1))
+        b = rng.uniform(-1, 1, size=(20_000, p + 1))
+        # Include the vertices of the box, where the change is largest.
+        a[:1000] = np.sign(a[:1000])
+        b[:1000] = np.sign(b[:1000])
+        ta = linear_regression_records(a[:, :p], a[:, p], x_bounds=(-1, 1), y_bounds=(-1, 1))
+        tb = linear_regression_records(b[:, :p], b[:, p], x_bounds=(-1, 1), y_bounds=(-1, 1))
+        assert ta.shape[1] == (p + 1) + 1 + (p + 1) * (p + 2) // 2 - 1
+        assert np.abs(ta - tb).sum(axis=1).max() <= linear_regression_sensitivity(p)
+
+
+def test_regression_statistics_are_the_same_code_for_data_and_model():
+    import pytensor
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(0, 8, size=(50, 2)), rng.normal(0, 8, size=50)
+    rows = linear_regression_records(x, y, x_bounds=(-10, 10), y_bounds=(-10, 10))
+    xs, ys = pt.tensor("x", shape=(None, 2)), pt.dvector("y")
+    sym = linear_regression_records(xs, ys, x_bounds=(-10, 10), y_bounds=(-10, 10))
+    fn = pytensor.function([xs, ys], sym, mode="FAST_COMPILE")
+    assert np.allclose(fn(x, y), rows)
+    # Rows are the paper's s~_vec entries; unpacking gives the rescaled X'y/n, y'y/n, X'X/n.
+    xt, yt = np.clip(x, -10, 10) / 10, np.clip(y, -10, 10) / 10
+    design = np.column_stack([np.ones(50), xt])
+    xty, yty, xtx = unpack_linear_regression(rows.mean(0), 2)
+    assert np.allclose(xty, design.T @ yt / 50)
+    assert np.isclose(yty, yt @ yt / 50)
+    assert np.allclose(xtx, design.T @ design / 50)
+    rel = linear_regression_release(x, y, x_bounds=(-10, 10), y_bounds=(-10, 10), epsilon=1.0,
+                                    rng=0)
+    assert rel.sensitivity == pytest.approx(13 / 50) and rel.epsilon == 1.0
+
+
+# ---- bad input --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, np.inf, np.nan, None, "1"])
+def test_release_refuses_bad_epsilon(eps):
+    with pytest.raises(ValueError, match="epsilon"):
+        laplace_release(1.0, sensitivity=1.0, epsilon=eps, rng=0)
+
+
+def test_release_refuses_bad_inputs_without_echoing_data():
+    with pytest.raises(ValueError, match="sensitivity"):
+        laplace_release(1.0, sensitivity=0.0, epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="rng is required"):
+        laplace_release(1.0, sensitivity=1.0, epsilon=1.0, rng=None)
+    with pytest.raises(ValueError, match="NaN or infinite") as err:
+        laplace_release([98.7654, np.inf], sensitivity=1.0, epsilon=1.0, rng=0)
+    assert "98.7" not in str(err.value)
+    with pytest.raises(ValueError, match="exactly one"):
+        gaussian_release(1.0, sensitivity=1.0, sigma=1.0, epsilon=1.0, delta=1e-5, rng=0)
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_release(1.0, sensitivity=1.0, epsilon=1.0, delta=0.0, rng=0)
+    with pytest.raises(ValueError, match=r"not integers in \[0, population\]") as err:
+        infection_curve_release([5, 4321], population=1000, n_trials=10, m=10, rng=0)
+    assert "4321" not in str(err.value)
+    with pytest.raises(ValueError, match="exactly one of m or epsilon"):
+        infection_curve_release([5], population=1000, n_trials=10, rng=0)
+    with pytest.raises(ValueError, match="epsilon"):
+        infection_curve_release([5], population=1000, n_trials=10, epsilon=0, rng=0)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [pymc_dp.mechanisms.release, pymc_dp.mechanisms.likelihood, pymc_dp.mechanisms.statistics,
+     pymc_dp.mechanisms.routes],
+)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
