@@ -15,6 +15,7 @@ from pymc_dp.posterior_sampling import NotConvergedError, PosteriorSampling
 from pymc_dp import lipschitz
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 from pymc_dp.steps.dp_barker import DPBarker
+from pymc_dp.steps.dp_hmc import DPHMC
 from pymc_dp.steps.dp_penalty import DPPenalty
 from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
 
@@ -24,6 +25,7 @@ __all__ = [
     "ABCDP",
     "ClippedDistance",
     "DPBarker",
+    "DPHMC",
     "GaussianMechanism",
     "InfectionCurveMechanism",
     "LaplaceMechanism",

@@ -1,0 +1,293 @@
+"""DPHMC: cost per iteration against pm.HamiltonianMC, and MMD on the thesis' models.
+
+Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
+``pymc_dp.benchmark_models``, ``pymc_dp.evaluation.mmd``):
+
+``speed``
+    Seconds of one DPHMC iteration over seconds of one ``pm.HamiltonianMC`` iteration with
+    the same number L of leapfrog steps (``pm.HamiltonianMC`` with ``path_length`` set to
+    give exactly L steps, no step-size jitter, no tuning), one chain on one core, on the
+    flat banana with n = 10⁵ and d = 2 and d = 10. Compilation and fixed costs are removed
+    by differencing a short and a long run in the same process; the process CPU time is
+    the primary measure (the machine is shared), the minimum over ``--repeats`` interleaved
+    repetitions and the median are reported. Target: ratio ≤ 2.
+
+``banana``
+    The thesis' flat 2-d banana (Table 5.1: n = 10⁵, a = 20, σ0² = 1000; δ = 0.1/n) at
+    ε = 1, 2, 4, 6, 20 chains per ε, each its own release (a fresh DPHMC with the full
+    (ε, δ) and ``chains=1``), the thesis' starting points (5.4), the second half of each
+    chain against 1000 exact posterior draws, MMD with the median-heuristic Gaussian kernel
+    (5.5), mean ± sd over chains. Settings of the thesis' experiment for this model and
+    algorithm: τ_l = 0.1, τ_g = 0.4 (noise multipliers z = τ√n), L = 10, η = 0.0005, unit
+    mass, log-likelihood clip 2 (per unit distance), gradient clip 1, no adaptation. As in
+    ``dp_penalty_banana.py`` the run length is what the budget allows at that noise,
+    K(ε) = the largest k with μ = (kL + 1)/(2 z_g²) + k/(2 z_l²) within (ε, δ) (thesis
+    Theorem 12); DPHMC is then given (ε, δ), K and the budget split that reproduces τ_g/τ_l,
+    and calibrates its noise to land on z ≈ τ√n. Target (thesis Fig. 6.3, HMC): about 0.47
+    at ε = 1 falling to about 0.15 at ε = 6.
+
+``gauss``
+    The thesis' correlated 2-d Gaussian (ρ = 0.999, n = 2·10⁵, σ0² = 100) with the thesis'
+    settings for it: τ_l = 0.05, τ_g = 0.2, L = 8, η = 7·10⁻⁵, log-likelihood clip 30,
+    gradient clip 29; same protocol as ``banana``. With ``--compare-penalty`` it also runs
+    ``DPPenalty`` with the thesis' settings for this model (one-component guided walk,
+    proposal sd 0.0002, clip bound 45, τ = 0.1, i.e. as many iterations as the budget
+    allows at z = τ√n), since the thesis found DP HMC clearly best on this model.
+
+Usage::
+
+    python benchmarks/dp_hmc.py [speed] [banana] [gauss] [--quick] [--chains 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+import pymc as pm
+
+import pymc_dp
+
+try:
+    from pymc_dp import DPHMC
+except ImportError:  # until the package exports it
+    from pymc_dp.steps.dp_hmc import DPHMC
+from pymc_dp.accounting import max_iterations
+from pymc_dp.benchmark_models import banana, correlated_gaussian
+from pymc_dp.evaluation import mmd
+
+#: DP HMC MMDs read off thesis Fig. 6.3 (flat banana, d = 2), approximately.
+THESIS_FIG_6_3_HMC = {1.0: 0.47, 6.0: 0.15}
+
+BANANA_SETTINGS = dict(tau_l=0.1, tau_g=0.4, n_steps=10, step_size=5e-4, loglik_clip=2.0, grad_clip=1.0)
+GAUSS_SETTINGS = dict(tau_l=0.05, tau_g=0.2, n_steps=8, step_size=7e-5, loglik_clip=30.0, grad_clip=29.0)
+
+SAMPLE = dict(progressbar=False, compute_convergence_checks=False)
+
+
+# ---------------------------------------------------------------------- speed
+def _clock():
+    return np.array([time.process_time(), time.perf_counter()])
+
+
+def _time_hmc(bm, draws, seed, n_steps, step_size):
+    with bm.model:
+        step = pm.HamiltonianMC(
+            path_length=(n_steps + 0.5) * step_size,  # int(path / step) = n_steps exactly
+            step_scale=step_size * bm.dim**0.25,  # PyMC divides by dim^(1/4)
+            step_rand=None,
+            adapt_step_size=False,
+        )
+        start = _clock()
+        idata = pm.sample(
+            draws=draws, tune=0, chains=1, cores=1, step=step, random_seed=seed,
+            initvals={"theta": bm.true_theta}, **SAMPLE,
+        )
+        elapsed = _clock() - start
+    steps = np.unique(idata.sample_stats["n_steps"].values)
+    assert steps.tolist() == [n_steps], steps
+    return elapsed
+
+
+def _time_dphmc(bm, draws, seed, n_steps, step_size):
+    with bm.model:
+        step = DPHMC(
+            eps=1e3, grad_clip=1.0, loglik_clip=2.0, n_steps=n_steps, step_size=step_size,
+            adapt_step_size=False, chains=1,
+        )
+        start = _clock()
+        pymc_dp.sample(
+            step=step, draws=draws, tune=0, chains=1, cores=1, random_seed=seed,
+            initvals={"theta": bm.true_theta}, **SAMPLE,
+        )
+        return _clock() - start
+
+
+def run_speed(args):
+    rows = []
+    for d in args.dims:
+        bm = banana(n=args.n, d=d, seed=args.seed)
+        L, eta = args.n_steps, 1e-4
+        per_iter = {"HamiltonianMC": [], "DPHMC": []}
+        _time_hmc(bm, 5, args.seed, L, eta)  # warm-up: compilation and one-off costs
+        _time_dphmc(bm, 5, args.seed, L, eta)
+        for r in range(args.repeats):
+            seed = args.seed + 1 + r
+            for name, fn in (("HamiltonianMC", _time_hmc), ("DPHMC", _time_dphmc)):
+                t_short = fn(bm, args.short, seed, L, eta)
+                t_long = fn(bm, args.long, seed, L, eta)
+                per_iter[name].append((t_long - t_short) / (args.long - args.short))
+        print(f"flat banana d={d}, n={bm.n}, L={L} leapfrog steps; one chain, one core; draws "
+              f"{args.short} vs {args.long}, {args.repeats} repeats")
+        summary = {}
+        for name, values in per_iter.items():
+            cpu = [1e3 * v[0] for v in values]
+            wall = [1e3 * v[1] for v in values]
+            summary[name] = (min(cpu), statistics.median(cpu), min(wall), statistics.median(wall))
+            print(f"  {name:>13}: CPU ms/iteration min {min(cpu):.3f} median "
+                  f"{statistics.median(cpu):.3f}; wall min {min(wall):.3f} median "
+                  f"{statistics.median(wall):.3f}  (CPU repeats: "
+                  f"{', '.join(f'{v:.2f}' for v in cpu)})")
+        h, p = summary["HamiltonianMC"], summary["DPHMC"]
+        print(f"  ratio DPHMC / HamiltonianMC (CPU, min)    = {p[0] / h[0]:.3f}  (target <= 2)")
+        print(f"  ratio DPHMC / HamiltonianMC (CPU, median) = {p[1] / h[1]:.3f}")
+        print(f"  ratio DPHMC / HamiltonianMC (wall, min)   = {p[2] / h[2]:.3f}", flush=True)
+        rows.append((d, p[0] / h[0], p[1] / h[1]))
+    return rows
+
+
+# ---------------------------------------------------------------------- MMD
+def thesis_iterations(eps, delta, n, tau_l, tau_g, n_steps):
+    """K(ε): iterations a DP HMC chain may run at z = τ√n (Theorem 12, cached start gradient)."""
+    z_g, z_l = tau_g * math.sqrt(n), tau_l * math.sqrt(n)
+    per = n_steps / (2 * z_g**2) + 1 / (2 * z_l**2)
+    return max_iterations(eps, delta, per, mu_initial=1 / (2 * z_g**2))
+
+
+def split_for(K, n_steps, tau_l, tau_g):
+    """The budget split that makes DPHMC's calibration land on the ratio τ_g / τ_l."""
+    grad = (K * n_steps + 1) / tau_g**2
+    ratio = K / tau_l**2
+    return grad / (grad + ratio)
+
+
+def run_mmd(bm, settings, eps_list, args, label, thesis=None):
+    delta = 0.1 / bm.n
+    rng = np.random.default_rng(args.seed + 1)
+    reference = bm.posterior_draws(args.reference, rng)
+    starts = bm.start_points(args.chains, rng=args.seed + 2)
+    s = settings
+    print(f"{label}: n={bm.n}, delta = 0.1/n = {delta:.1e}; tau_l {s['tau_l']}, tau_g {s['tau_g']}, "
+          f"L {s['n_steps']}, step size {s['step_size']}, loglik clip {s['loglik_clip']}, "
+          f"grad clip {s['grad_clip']}, tune {args.tune}; {args.chains} chains per eps, each its "
+          f"own (eps, delta) release; reference {args.reference} exact draws", flush=True)
+    t_start = time.perf_counter()
+    rows = []
+    for eps in eps_list:
+        K = thesis_iterations(eps, delta, bm.n, s["tau_l"], s["tau_g"], s["n_steps"])
+        split = split_for(K, s["n_steps"], s["tau_l"], s["tau_g"])
+        tune = min(args.tune, K - 1)
+        mmds, acc, zg, zl, spent = [], [], [], [], []
+        for c in range(args.chains):
+            seed = int(1_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
+            with bm.model:
+                step = DPHMC(
+                    eps=eps, grad_clip=s["grad_clip"], loglik_clip=s["loglik_clip"],
+                    n_steps=s["n_steps"], step_size=s["step_size"], budget_split=split,
+                    adapt_step_size=tune > 0, chains=1,
+                )
+                idata = pymc_dp.sample(
+                    step=step, draws=K - tune, tune=tune, chains=1, cores=1, random_seed=seed,
+                    initvals={bm.var_name: starts[c]}, **SAMPLE,
+                )
+            draws = bm.theta_draws(idata)[0]
+            half = draws[draws.shape[0] // 2:]
+            mmds.append(mmd(half, reference, rng=np.random.default_rng(seed)))
+            st = idata.sample_stats
+            acc.append(float(np.mean(st["accepted"].values)))
+            zg.append(float(st["grad_noise_multiplier"].values.ravel()[-1]))
+            zl.append(float(st["loglik_noise_multiplier"].values.ravel()[-1]))
+            spent.append((float(idata.attrs["dp_epsilon"]), float(idata.attrs["dp_delta"])))
+        n_draws = K - tune
+        half_len = n_draws - n_draws // 2
+        brng = np.random.default_rng(args.seed + 4)
+        base = [mmd(bm.posterior_draws(half_len, brng), reference, rng=brng) for _ in range(10)]
+        rows.append(dict(
+            eps=eps, K=K, mmd=(np.mean(mmds), np.std(mmds)), median=np.median(mmds),
+            max=np.max(mmds), exact=np.mean(base), acc=np.mean(acc), zg=np.mean(zg),
+            zl=np.mean(zl), eps_spent=max(e for e, _ in spent),
+            delta_spent=max(d for _, d in spent),
+            thesis=None if thesis is None else thesis.get(eps),
+        ))
+        print(f"  eps={eps:g}: K={K}, done ({time.perf_counter() - t_start:.0f}s elapsed)", flush=True)
+    print(f"{'eps':>4} {'iters':>6} {'z_g':>7} {'z_l':>7} {'accept':>7} {'MMD mean ± sd':>15} "
+          f"{'median':>7} {'max':>7} {'exact':>7} {'thesis':>7} {'spent (eps, delta)':>20}")
+    for r in rows:
+        th = f"~{r['thesis']:.2f}" if r["thesis"] is not None else "-"
+        print(f"{r['eps']:>4g} {r['K']:>6d} {r['zg']:>7.2f} {r['zl']:>7.2f} {r['acc']:>7.3f} "
+              f"{r['mmd'][0]:>7.3f} ± {r['mmd'][1]:<5.3f} {r['median']:>7.3f} {r['max']:>7.3f} "
+              f"{r['exact']:>7.3f} {th:>7} {'(%.3g, %.2g)' % (r['eps_spent'], r['delta_spent']):>20}")
+    print(f"(MMD: mean ± sd over {args.chains} chains; exact: MMD of exact samples of a chain's "
+          f"second-half size; {time.perf_counter() - t_start:.0f}s)\n", flush=True)
+    return rows
+
+
+def run_penalty(bm, eps_list, args, label, tau=0.1, scaling=2e-4, clip_bound=45.0):
+    """DPPenalty (guided one-component walk) with the thesis' settings, same protocol."""
+    delta = 0.1 / bm.n
+    rng = np.random.default_rng(args.seed + 1)
+    reference = bm.posterior_draws(args.reference, rng)
+    starts = bm.start_points(args.chains, rng=args.seed + 2)
+    z = tau * math.sqrt(bm.n)
+    print(f"{label}, DPPenalty (guided, proposal sd {scaling}, clip {clip_bound}, tau {tau}); "
+          f"{args.chains} chains per eps", flush=True)
+    print(f"{'eps':>4} {'iters':>6} {'accept':>7} {'MMD mean ± sd':>15} {'median':>7}")
+    for eps in eps_list:
+        K = max_iterations(eps, delta, 1 / (2 * z**2))
+        mmds, acc = [], []
+        for c in range(args.chains):
+            seed = int(2_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
+            with bm.model:
+                step = pymc_dp.DPPenalty(eps=eps, clip_bound=clip_bound, proposal="guided",
+                                         scaling=scaling, chains=1)
+                idata = pymc_dp.sample(step=step, draws=K, tune=0, chains=1, cores=1,
+                                       random_seed=seed, initvals={bm.var_name: starts[c]},
+                                       **SAMPLE)
+            draws = bm.theta_draws(idata)[0]
+            mmds.append(mmd(draws[draws.shape[0] // 2:], reference, rng=np.random.default_rng(seed)))
+            acc.append(float(np.mean(idata.sample_stats["accepted"].values)))
+        print(f"{eps:>4g} {K:>6d} {np.mean(acc):>7.3f} {np.mean(mmds):>7.3f} ± {np.std(mmds):<5.3f} "
+              f"{np.median(mmds):>7.3f}", flush=True)
+    print()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("parts", nargs="*", default=["speed", "banana", "gauss"],
+                        choices=["speed", "banana", "gauss"])
+    parser.add_argument("--quick", action="store_true",
+                        help="4 chains per eps, eps 1 and 6, fewer speed draws")
+    parser.add_argument("--chains", type=int, default=None, help="chains per eps (default 20)")
+    parser.add_argument("--eps", type=float, nargs="+", default=None)
+    parser.add_argument("--tune", type=int, default=0,
+                        help="iterations of the run length spent tuning the step size")
+    parser.add_argument("--reference", type=int, default=1000)
+    parser.add_argument("--n", type=int, default=100_000, help="n of the speed benchmark")
+    parser.add_argument("--dims", type=int, nargs="+", default=[2, 10])
+    parser.add_argument("--n-steps", type=int, default=10, help="L of the speed benchmark")
+    parser.add_argument("--short", type=int, default=None)
+    parser.add_argument("--long", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compare-penalty", action="store_true",
+                        help="also run DPPenalty on the correlated Gaussian")
+    args = parser.parse_args(argv)
+    args.chains = args.chains or (4 if args.quick else 20)
+    args.short = args.short or (20 if args.quick else 50)
+    args.long = args.long or (80 if args.quick else 250)
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    eps_list = args.eps or ([1.0, 6.0] if args.quick else [1.0, 2.0, 4.0, 6.0])
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    if "speed" in args.parts:
+        run_speed(args)
+        print()
+    if "banana" in args.parts:
+        bm = banana(n=100_000, d=2, a=20.0, sigma0_sq=1000.0, seed=args.seed)
+        run_mmd(bm, BANANA_SETTINGS, eps_list, args, "flat banana d=2", THESIS_FIG_6_3_HMC)
+    if "gauss" in args.parts:
+        bm = correlated_gaussian(n=200_000, rho=0.999, sigma0_sq=100.0, seed=args.seed)
+        run_mmd(bm, GAUSS_SETTINGS, eps_list, args, "correlated Gaussian rho=0.999")
+        if args.compare_penalty:
+            run_penalty(bm, eps_list, args, "correlated Gaussian rho=0.999")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
