@@ -11,32 +11,32 @@ def clipped_sum(values: np.ndarray, bound: float) -> float:
     """``Σ_j clip_b(v_j)`` for scalars: each term clamped to ``[-bound, bound]``.
 
     Replacing one datum changes the sum by at most ``2 · bound``. Non-finite terms are
-    clamped too (``±inf`` to ``±bound``; NaN, e.g. ``-inf - -inf``, to ``-bound``), so the
-    bound holds whatever the model returns.
+    clamped too (``±inf`` to ``±bound``; NaN, e.g. ``-inf - -inf``, to 0: no evidence either
+    way, and symmetric in the direction of the move), so the bound holds whatever the model
+    returns.
 
     Examples
     --------
     >>> clipped_sum(np.array([0.5, -3.0, np.inf, np.nan]), 1.0)
-    -0.5
+    0.5
     """
-    clamped = np.clip(values, -bound, bound)
-    return float(np.sum(np.where(np.isnan(clamped), -bound, clamped)))
+    return float(np.sum(clipped_scalars(values, bound)))
 
 
 def clipped_scalars(values: np.ndarray, bound: float) -> np.ndarray:
     """Each scalar ``clip_b(v_j)``, as an array: the terms whose sum :func:`clipped_sum` gives.
 
-    Same rule as :func:`clipped_sum` (``±inf`` to ``±bound``, NaN to ``-bound``), for
+    Same rule as :func:`clipped_sum` (``±inf`` to ``±bound``, NaN to 0), for
     mechanisms that release more than the sum of the clipped terms (the minibatch penalty
     and DP Barker use their sample variance too). Every term lies in ``[-bound, bound]``.
 
     Examples
     --------
     >>> clipped_scalars(np.array([0.5, -3.0, np.inf, np.nan]), 1.0)
-    array([ 0.5, -1. ,  1. , -1. ])
+    array([ 0.5, -1. ,  1. ,  0. ])
     """
     clamped = np.clip(np.asarray(values, dtype=float), -bound, bound)
-    return np.where(np.isnan(clamped), -bound, clamped)
+    return np.where(np.isnan(clamped), 0.0, clamped)
 
 
 def clipped_vector_sum(values: np.ndarray, bound: float) -> np.ndarray:
