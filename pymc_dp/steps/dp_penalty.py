@@ -4,42 +4,20 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import field
 from typing import Any
 
 import numpy as np
 
-from pymc.step_methods.compound import StepMethodState
-from pymc.step_methods.metropolis import tune as metropolis_tune
-from pymc.step_methods.state import dataclass_state
-
 from pymc_dp.accounting.events import GaussianEvent
-from pymc_dp.kernels.penalty import (
-    PROPOSALS,
-    PenaltyState,
-    guided_directions_after,
-    penalty_transition,
-    propose,
-)
+from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
 from pymc_dp.steps.base import _finite_positive
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
+from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = ["DPPenalty"]
 
 
-@dataclass_state
-class DPPenaltyState(StepMethodState):
-    # Public values only: this state may be stored with a trace (ZarrTrace). The cached
-    # per-datum log-likelihoods are private and live outside it.
-    scaling: np.ndarray
-    tune: bool
-    steps_until_tune: int
-    accepted_sum: int
-    directions: np.ndarray
-    proposal: str = field(metadata={"frozen": True})
-
-
-class DPPenalty(GaussianPrivateStep):
+class DPPenalty(TunedProposal, GaussianPrivateStep):
     r"""Differentially private Metropolis–Hastings by the penalty method.
 
     Each iteration releases one noisy clipped log-likelihood ratio
@@ -99,7 +77,6 @@ class DPPenalty(GaussianPrivateStep):
     """
 
     name = "dp_penalty"
-    _state_class = DPPenaltyState
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -129,16 +106,11 @@ class DPPenalty(GaussianPrivateStep):
         rng=None,
     ):
         self.clip_bound = _finite_positive("clip_bound", clip_bound)
-        if proposal not in PROPOSALS:
-            raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
-        self.proposal = proposal
+        self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
             None if noise_multiplier is None else _finite_positive("noise_multiplier", noise_multiplier)
         )
         self._fixed_noise = noise_multiplier is not None
-        scaling = _finite_positive("scaling", scaling)
-        if not (isinstance(tune_interval, int) and tune_interval >= 1):
-            raise ValueError(f"tune_interval must be an int >= 1, got {tune_interval!r}")
         super().__init__(
             vars,
             eps=eps,
@@ -151,18 +123,7 @@ class DPPenalty(GaussianPrivateStep):
             blocked=blocked,
             rng=rng,
         )
-        dim = self.private_model.dim
-        S = np.ones(dim) if S is None else np.asarray(S, dtype=float)
-        if S.shape != (dim,) or not np.all(np.isfinite(S) & (S > 0)):
-            raise ValueError(f"S must be {dim} positive per-coordinate proposal sds")
-        self.S = S
-        self.scaling = np.atleast_1d(scaling).astype(float)
-        self.tune = True
-        self.tune_interval = tune_interval
-        self.steps_until_tune = tune_interval
-        self.accepted_sum = 0
-        self.directions = np.ones(dim)
-        self._untuned = {"scaling": self.scaling, "steps_until_tune": tune_interval}
+        self._init_proposal(S, self.private_model.dim)
         if self._fixed_noise:
             self._check_one_iteration_fits()
         self._penalty_state: PenaltyState | None = None
@@ -197,23 +158,12 @@ class DPPenalty(GaussianPrivateStep):
         ]
 
     # ------------------------------------------------------------------ sampling
-    def reset_tuning(self):
-        """Reset the proposal scale to its initial value (PyMC calls this per chain)."""
-        self.scaling = self._untuned["scaling"]
-        self.steps_until_tune = self._untuned["steps_until_tune"]
-        self.accepted_sum = 0
-
     def _start_chain(self) -> None:
         self._penalty_state = None
         self._start_chain_accounting()
-        self.directions = self.rng.choice([-1.0, 1.0], size=self.private_model.dim)
+        self._start_proposal_chain()
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-        if self.tune and self.steps_until_tune == 0:
-            self.scaling = metropolis_tune(self.scaling, self.accepted_sum / self.tune_interval)
-            self.steps_until_tune = self.tune_interval
-            self.accepted_sum = 0
-
         pmodel = self.private_model
         state = self._penalty_state
         if state is None or not np.array_equal(state.q, q):
@@ -221,9 +171,7 @@ class DPPenalty(GaussianPrivateStep):
             # clipped, noised ratio of the next proposal.
             state = PenaltyState(q=q.copy(), loglik=pmodel.loglik(q), logprior=pmodel.logprior(q))
 
-        proposal = propose(
-            self.rng, state.q, self.S * self.scaling, self.proposal, self.directions
-        )
+        proposal = self._propose(state.q)
         state, info = penalty_transition(
             self.rng,
             state,
@@ -233,13 +181,8 @@ class DPPenalty(GaussianPrivateStep):
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
         )
-        if self.proposal == "guided":
-            self.directions = guided_directions_after(
-                self.directions, proposal.coordinate, info.accepted
-            )
+        self._record_decision(proposal, info.accepted)
         self._penalty_state = state
-        self.accepted_sum += info.accepted
-        self.steps_until_tune -= 1
         stats = {
             "accept": float(np.exp(min(info.log_accept, 0.0))),
             "accepted": float(info.accepted),

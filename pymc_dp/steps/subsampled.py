@@ -19,19 +19,15 @@ from __future__ import annotations
 import math
 import numbers
 
-from dataclasses import field
 from typing import Any
 
 import numpy as np
 
-from pymc.step_methods.compound import StepMethodState
-from pymc.step_methods.metropolis import tune as metropolis_tune
-from pymc.step_methods.state import dataclass_state
-
 from pymc_dp.accounting.barker import BarkerEvent
 from pymc_dp.accounting.events import Event, SubsampledGaussianEvent
-from pymc_dp.kernels.penalty import PROPOSALS, Proposal, guided_directions_after, propose
-from pymc_dp.steps.base import PrivateStep, _finite_positive
+from pymc_dp.kernels.penalty import Proposal
+from pymc_dp.steps.base import PrivateStep
+from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = ["SUBSAMPLED_PRIVACY_STATS", "SubsampledPrivateStep", "events_from_stats"]
 
@@ -44,17 +40,6 @@ SUBSAMPLED_PRIVACY_STATS = {
     "dp_n_data": (np.int64, []),
     "dp_delta": (np.float64, []),
 }
-
-
-@dataclass_state
-class SubsampledStepState(StepMethodState):
-    # Public values only: this state may be stored with a trace (ZarrTrace).
-    scaling: np.ndarray
-    tune: bool
-    steps_until_tune: int
-    accepted_sum: int
-    directions: np.ndarray
-    proposal: str = field(metadata={"frozen": True})
 
 
 def _check_batch_size(batch_size) -> int:
@@ -77,16 +62,13 @@ def _check_tempering(tempering) -> float:
     return value
 
 
-class SubsampledPrivateStep(PrivateStep):
+class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """A private step whose iterations each release one statistic of a random batch.
 
-    Holds the batch size, the tempering, the proposal (random walk, one-component or
-    guided, with the scale tuned from accept decisions during tuning: post-processing) and
-    the per-draw privacy stats. Subclasses implement the release (``_transition``) and
-    its accounting (``_calibrate``, ``_chain_events``).
+    Holds the batch size, the tempering, the proposal (:class:`TunedProposal`) and the
+    per-draw privacy stats. Subclasses implement the release (``_transition``) and its
+    accounting (``_calibrate``, ``_chain_events``).
     """
-
-    _state_class = SubsampledStepState
 
     def __init__(
         self,
@@ -110,12 +92,7 @@ class SubsampledPrivateStep(PrivateStep):
     ):
         self.batch_size = _check_batch_size(batch_size)
         self.tempering = _check_tempering(tempering)
-        if proposal not in PROPOSALS:
-            raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
-        self.proposal = proposal
-        scaling = _finite_positive("scaling", scaling)
-        if not (isinstance(tune_interval, int) and tune_interval >= 1):
-            raise ValueError(f"tune_interval must be an int >= 1, got {tune_interval!r}")
+        self._check_proposal_args(proposal, scaling, tune_interval)
         super().__init__(
             vars,
             eps=eps,
@@ -138,18 +115,7 @@ class SubsampledPrivateStep(PrivateStep):
         # Compile the batch evaluation now: a model that cannot follow a batch of rows is
         # refused before any data is read.
         self.private_model.compile_rows()
-        dim = self.private_model.dim
-        S = np.ones(dim) if S is None else np.asarray(S, dtype=float)
-        if S.shape != (dim,) or not np.all(np.isfinite(S) & (S > 0)):
-            raise ValueError(f"S must be {dim} positive per-coordinate proposal sds")
-        self.S = S
-        self.scaling = np.atleast_1d(scaling).astype(float)
-        self.tune = True
-        self.tune_interval = tune_interval
-        self.steps_until_tune = tune_interval
-        self.accepted_sum = 0
-        self.directions = np.ones(dim)
-        self._untuned = {"scaling": self.scaling, "steps_until_tune": tune_interval}
+        self._init_proposal(S, self.private_model.dim)
         self._releases = 0
         self._logprior_cache: tuple[np.ndarray, float] | None = None
 
@@ -162,24 +128,11 @@ class SubsampledPrivateStep(PrivateStep):
             "proposal": self.proposal,
         }
 
-    # ------------------------------------------------------------------ proposals, tuning
-    def reset_tuning(self):
-        """Reset the proposal scale to its initial value (PyMC calls this per chain)."""
-        self.scaling = self._untuned["scaling"]
-        self.steps_until_tune = self._untuned["steps_until_tune"]
-        self.accepted_sum = 0
-
+    # ------------------------------------------------------------------ chain, prior cache
     def _start_chain(self) -> None:
         self._releases = 0
         self._logprior_cache = None
-        self.directions = self.rng.choice([-1.0, 1.0], size=self.private_model.dim)
-
-    def _propose(self, q: np.ndarray) -> Proposal:
-        if self.tune and self.steps_until_tune == 0:
-            self.scaling = metropolis_tune(self.scaling, self.accepted_sum / self.tune_interval)
-            self.steps_until_tune = self.tune_interval
-            self.accepted_sum = 0
-        return propose(self.rng, q, self.S * self.scaling, self.proposal, self.directions)
+        self._start_proposal_chain()
 
     def _logprior(self, q: np.ndarray) -> float:
         """The public log prior at ``q``, cached for the current point."""
@@ -189,11 +142,8 @@ class SubsampledPrivateStep(PrivateStep):
         return cache[1]
 
     def _after(self, proposal: Proposal, q_new: np.ndarray, logprior_new: float, accepted: bool):
-        if self.proposal == "guided":
-            self.directions = guided_directions_after(self.directions, proposal.coordinate, accepted)
+        self._record_decision(proposal, accepted)
         self._logprior_cache = (np.array(q_new, copy=True), logprior_new)
-        self.accepted_sum += accepted
-        self.steps_until_tune -= 1
 
     # ------------------------------------------------------------------ privacy stats
     def _iteration_privacy_stats(self) -> dict[str, Any]:
