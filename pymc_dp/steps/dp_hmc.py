@@ -27,6 +27,15 @@ __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 #: (τ_g = 0.4, τ_l = 0.1, L = 10) spend ≈ 0.385 on gradients.
 DEFAULT_BUDGET_SPLIT = 0.4
 
+_MISSING_CLIPS = (
+    "DPHMC needs {} (no default): the clip bounds fix what one person can change, so they "
+    "set the noise, and no value suits every model's scale, while choosing them from the "
+    "data would itself leak. Pick them from public knowledge or a pilot run on public or "
+    "synthetic data: grad_clip about the typical norm of one datum's gradient ∇ℓ_j near "
+    "the posterior, loglik_clip about the typical |ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖ (the same "
+    "role as DPPenalty's clip_bound). For example DPHMC(eps=1, grad_clip=2.0, loglik_clip=2.0)."
+)
+
 # Dual averaging constants of pm.HamiltonianMC (Hoffman & Gelman 2014).
 _DA_GAMMA, _DA_K, _DA_T0 = 0.05, 0.75, 10
 
@@ -96,12 +105,12 @@ class DPHMC(GaussianPrivateStep):
     delta : float, optional
         Budget δ in (0, 1); default ``0.1 / n``.
     grad_clip : float
-        b_g: each datum's gradient ∇ℓ_j(θ) (on the value space, all free variables
+        Required. b_g: each datum's gradient ∇ℓ_j(θ) (on the value space, all free variables
         together) is clipped to ℓ2 norm ``b_g``. Too small biases the dynamics (not the
         stationary distribution: the acceptance test corrects it) and lowers acceptance;
         too large adds noise.
     loglik_clip : float
-        b_l: each per-datum log-likelihood ratio is clipped to ``±b_l‖θ_L−θ‖₂``, as in
+        Required. b_l: each per-datum log-likelihood ratio is clipped to ``±b_l‖θ_L−θ‖₂``, as in
         :class:`~pymc_dp.DPPenalty` (``clip_bound``). Too small biases the posterior.
     n_steps : int, optional
         L, the number of leapfrog steps (gradient releases) per iteration. Default 10
@@ -191,8 +200,8 @@ class DPHMC(GaussianPrivateStep):
         *,
         eps: float,
         delta: float | None = None,
-        grad_clip: float,
-        loglik_clip: float,
+        grad_clip: float | None = None,
+        loglik_clip: float | None = None,
         n_steps: int | None = None,
         path_length: float | None = None,
         step_size: float | None = None,
@@ -212,6 +221,9 @@ class DPHMC(GaussianPrivateStep):
         rng=None,
     ):
         # Public arguments first: bad input fails before the model or its data is touched.
+        missing = [k for k, v in (("grad_clip", grad_clip), ("loglik_clip", loglik_clip)) if v is None]
+        if missing:
+            raise TypeError(_MISSING_CLIPS.format(" and ".join(missing)))
         self.grad_clip = _finite_positive("grad_clip", grad_clip)
         self.loglik_clip = _finite_positive("loglik_clip", loglik_clip)
         if n_steps is not None and path_length is not None:

@@ -412,3 +412,17 @@ def test_bad_arguments_fail_before_the_model_is_read(conjugate, monkeypatch, kwa
     kwargs = {"eps": 1.0, **LOOSE, **kwargs}
     with model, pytest.raises(ValueError, match=match):
         DPHMC(**kwargs)
+
+
+@pytest.mark.parametrize("missing", [("grad_clip",), ("loglik_clip",), ("grad_clip", "loglik_clip")])
+def test_missing_clip_bounds_are_explained_before_the_model_is_read(conjugate, monkeypatch, missing):
+    import pymc_dp.steps.base as base
+
+    def must_not_run(*args, **kw):
+        raise AssertionError("the model was read before the arguments were checked")
+
+    monkeypatch.setattr(base, "PrivateModel", must_not_run)
+    model, *_ = conjugate
+    kwargs = {k: v for k, v in LOOSE.items() if k not in missing}
+    with model, pytest.raises(TypeError, match=" and ".join(missing) + r" \(no default\)"):
+        DPHMC(eps=1.0, **kwargs)
