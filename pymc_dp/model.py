@@ -125,6 +125,21 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     ]
 
 
+def _withholding_details(what: str, fn, *args):
+    """``fn(*args)``, re-raising any error by its type only.
+
+    PyTensor messages can print input values (an out-of-range index, a shape, a failed
+    check): with the data among the inputs those are private.
+    """
+    try:
+        return fn(*args)
+    except Exception as err:
+        raise RuntimeError(
+            f"Evaluating {what} failed ({type(err).__name__}); the message is withheld "
+            "because it may show data values."
+        ) from None
+
+
 def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
     out = values.copy()
     out[k] = ~out[k] if out.dtype == bool else out[k] + 1
@@ -405,7 +420,9 @@ class PrivateModel:
             return
         q = self.ravel(self._initial_point)
         with np.errstate(all="ignore"):
-            base = self._loglik_fn(q, *self._data_values)
+            base = _withholding_details(
+                "the per-datum log-likelihood", self._loglik_fn, q, *self._data_values
+            )
             for k in sorted({0, n // 2, n - 1}):
                 for probe in (_bump_row, _copy_next_row):
                     try:
@@ -450,15 +467,12 @@ class PrivateModel:
 
         Private: never release this without clipping and noise.
         """
-        try:
-            return self._loglik_fn(np.asarray(q, dtype=self._q.dtype), *self._data_values)
-        except Exception as err:
-            # PyTensor messages can print input values (an out-of-range index, a shape):
-            # those are private. Name the error type only.
-            raise RuntimeError(
-                f"Evaluating the per-datum log-likelihood failed ({type(err).__name__}); the "
-                "message is withheld because it may show data values."
-            ) from None
+        return _withholding_details(
+            "the per-datum log-likelihood",
+            self._loglik_fn,
+            np.asarray(q, dtype=self._q.dtype),
+            *self._data_values,
+        )
 
     def logprior(self, q: np.ndarray) -> float:
         """Public log prior density of ``q`` on the value space (Jacobians included)."""
@@ -557,8 +571,12 @@ class PrivateModel:
             raise ValueError(f"bound must be > 0, got {bound!r}")
         self.compile_gradients()
         dtype = self._q.dtype
-        clipped, prior_grad = self._gradient_fn(
-            np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype), *self._data_values
+        clipped, prior_grad = _withholding_details(
+            "the clipped per-datum gradients",
+            self._gradient_fn,
+            np.ascontiguousarray(q, dtype=dtype),
+            np.asarray(bound, dtype=dtype),
+            *self._data_values,
         )
         return clipped, prior_grad
 

@@ -240,3 +240,27 @@ def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which):
     pmodel.compile_gradients()
     ops = [node.op for node in pmodel._gradient_fn.maker.fgraph.apply_nodes]
     assert not any(isinstance(op, Scan) for op in ops)
+
+
+def test_errors_from_the_compiled_functions_do_not_show_data():
+    # PyTensor error messages may print input values; with the data among the inputs they
+    # must not reach the user (or a log).
+    m, y = normal_model()
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    secret = f"{y[3]!r}"
+
+    def leaky(*args):
+        raise ValueError(f"bad input: {secret}")
+
+    for name, call in (
+        ("_gradient_fn", lambda: pmodel.clipped_gradient(np.zeros(2), 1.0)),
+        ("_loglik_fn", lambda: pmodel.loglik(np.zeros(2))),
+    ):
+        original = getattr(pmodel, name)
+        setattr(pmodel, name, leaky)
+        with pytest.raises(RuntimeError, match="ValueError.*withheld") as info:
+            call()
+        assert secret not in str(info.value)
+        assert info.value.__cause__ is None and info.value.__suppress_context__
+        setattr(pmodel, name, original)
