@@ -146,6 +146,18 @@ def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def _far_row(values: np.ndarray, k: int) -> np.ndarray:
+    """Row k moved far away: reaches thresholds (``max(x) > c``) that small changes miss."""
+    out = values.copy()
+    if out.dtype == bool:
+        out[k] = ~out[k]
+    elif np.issubdtype(out.dtype, np.integer):
+        out[k] = out[k] + 1000
+    else:
+        out[k] = out[k] * 1e6 + 1e6
+    return out
+
+
 def _copy_next_row(values: np.ndarray, k: int) -> np.ndarray:
     out = values.copy()
     out[k] = values[(k + 1) % len(values)]
@@ -411,7 +423,10 @@ class PrivateModel:
 
         The privacy guarantee needs ℓ_j to depend on row j only (no standardising by a
         column mean, no lags, cumulative sums or cross-row indexing). Probe: change row k of
-        every per-datum array and check that no other ℓ_j moves. The outcome is a property of
+        every per-datum array (by one unit, by copying the next row, and far away), at the
+        initial point and at a public point near it, and check that no other ℓ_j moves. A
+        probe cannot prove row-locality (a model can hide a cross-row term where no probe
+        looks); it catches the ordinary ways of writing one. The outcome is a property of
         the graph's structure (row-local operations leave other rows bit-identical), so the
         probe reveals nothing about the values; nothing of it is returned or printed.
         """
@@ -419,34 +434,45 @@ class PrivateModel:
         if n < 2:
             return
         q = self.ravel(self._initial_point)
+        # A second, public point: at the initial point a parameter is often 0, which hides
+        # any factor that multiplies it.
+        shifted = q + 0.5 * np.random.default_rng(0).standard_normal(q.shape)
         with np.errstate(all="ignore"):
-            base = _withholding_details(
-                "the per-datum log-likelihood", self._loglik_fn, q, *self._data_values
-            )
-            for k in sorted({0, n // 2, n - 1}):
-                for probe in (_bump_row, _copy_next_row):
-                    try:
-                        changed = self._loglik_fn(
-                            q, *[probe(v, k) for v in self._data_values]
-                        )
-                    except Exception:  # e.g. an index out of range: try the other probe
-                        continue
-                    if np.any(np.isfinite(base)) and not np.any(np.isfinite(changed)):
-                        # The probe made an invalid value (e.g. a parent index past the end
-                        # of a CPT) that fails a model-wide parameter check: uninformative.
-                        continue
-                    others = np.ones(n, dtype=bool)
-                    others[k] = False
-                    same = (changed == base) | (np.isnan(changed) & np.isnan(base))
-                    close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
-                    if not np.all((same | close)[others]):
-                        raise UnsupportedModelError(
-                            "One row of the data changes the log-likelihood of other rows "
-                            "(e.g. data standardised by its own mean or sd, lags, cumulative "
-                            "sums, or parameters estimated from the data inside the model). "
-                            "Private steps need ℓ_j to depend on row j only: preprocess "
-                            "with public constants instead."
-                        )
+            for point in (q, shifted):
+                try:
+                    base = _withholding_details(
+                        "the per-datum log-likelihood", self._loglik_fn, point, *self._data_values
+                    )
+                except RuntimeError:
+                    if point is q:
+                        raise
+                    continue  # the shifted point may be outside the model's support
+                self._probe_rows(point, base)
+
+    def _probe_rows(self, point: np.ndarray, base: np.ndarray) -> None:
+        n = self.n_data
+        for k in sorted({0, n // 2, n - 1}):
+            for probe in (_bump_row, _copy_next_row, _far_row):
+                try:
+                    changed = self._loglik_fn(point, *[probe(v, k) for v in self._data_values])
+                except Exception:  # e.g. an index out of range: try the other probes
+                    continue
+                if np.any(np.isfinite(base)) and not np.any(np.isfinite(changed)):
+                    # The probe made an invalid value (e.g. a parent index past the end
+                    # of a CPT) that fails a model-wide parameter check: uninformative.
+                    continue
+                others = np.ones(n, dtype=bool)
+                others[k] = False
+                same = (changed == base) | (np.isnan(changed) & np.isnan(base))
+                close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
+                if not np.all((same | close)[others]):
+                    raise UnsupportedModelError(
+                        "One row of the data changes the log-likelihood of other rows "
+                        "(e.g. data standardised by its own mean or sd, lags, cumulative "
+                        "sums, or parameters estimated from the data inside the model). "
+                        "Private steps need ℓ_j to depend on row j only: preprocess "
+                        "with public constants instead."
+                    )
 
     def check_data_unchanged(self) -> None:
         """Refuse to sample if a ``pm.Data`` on the datum axis changed since construction."""

@@ -145,6 +145,21 @@ def test_one_row_must_not_move_other_rows():
         PrivateModel(m)
 
 
+def test_a_cross_row_threshold_is_refused():
+    # Found by an independent review: the log-likelihood of every row switches on the
+    # largest value in the data. Invisible to a one-unit bump, and to any change at μ = 0
+    # (the initial point), where the switched factor multiplies zero.
+    def logp(value, mu):
+        flag = pt.switch(pt.max(value) > 100.0, 3.0, 1.0)
+        return -0.5 * (value - flag * mu) ** 2
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.CustomDist("y", mu, logp=logp, observed=np.random.default_rng(3).normal(size=100))
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(m)
+
+
 def test_a_per_person_table_indexed_by_rows_is_refused_unless_public():
     rng = np.random.default_rng(2)
     person = rng.integers(0, 10, size=40)
