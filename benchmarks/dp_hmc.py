@@ -30,7 +30,12 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     forward mode, 7.0 (it materialises several (n, d) arrays and an (n, d)·(d, d) product
     where the fused forward loop streams the data once); ``vectorize_graph`` of a one-row
     reverse gradient, 8; Fortran-ordered data, 5.1; divisions replaced by products, no
-    change.
+    change. Reverse mode that combines the per-row partials with only the *nonzero* entries
+    of the parameters' Jacobian took 2.3 ms, and this benchmark to 1.48 / 1.51 at d = 10;
+    it lives on the branch ``wip/reverse-per-datum-gradients``, not merged: an independent
+    review built models on which its per-row gradients mix rows (breaking the 2b
+    sensitivity) while every numeric check passed, so it needs a structural proof of
+    row-locality first (``WIP_REVERSE_GRADIENTS.md`` on that branch).
 
 ``banana``
     The thesis' flat 2-d banana (Table 5.1: n = 10⁵, a = 20, σ0² = 1000; δ = 0.1/n) at
