@@ -177,7 +177,8 @@ class PrivateModel:
     continuous : bool
         Refuse discrete free variables (gradient and random-walk steps need continuous ones).
     initial_point : dict, optional
-        A point of the model, used for shapes only.
+        A public point of the model (default: the model's initial point): it fixes the
+        layout of θ and is where the row-independence probe evaluates the likelihood.
     compile_kwargs : dict, optional
         Passed to PyTensor compilation.
 
