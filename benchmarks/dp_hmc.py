@@ -92,6 +92,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 import statistics
@@ -152,12 +153,16 @@ def _time_hmc(bm, draws, seed, n_steps, step_size):
     return elapsed
 
 
-def _time_dphmc(bm, draws, seed, n_steps, step_size):
+def _time_dphmc(bm, draws, seed, n_steps, step_size, gradients="auto", used=None):
     with bm.model:
         step = DPHMC(
             eps=1e3, grad_clip=1.0, loglik_clip=2.0, n_steps=n_steps, step_size=step_size,
             adapt_step_size=False, chains=1,
         )
+        if gradients != "auto":
+            step.private_model.compile_gradients(gradients)
+        if used is not None:
+            used.add(step.private_model.gradient_method)
         start = _clock()
         pymc_dp.sample(
             step=step, draws=draws, tune=0, chains=1, cores=1, random_seed=seed,
@@ -198,11 +203,13 @@ def run_speed(args):
     for label, bm in speed_cases(args):
         L, eta = args.n_steps, 1e-4
         per_iter = {"HamiltonianMC": [], "DPHMC": []}
+        used = set()
+        dphmc = functools.partial(_time_dphmc, gradients=args.gradients, used=used)
         _time_hmc(bm, 5, args.seed, L, eta)  # warm-up: compilation and one-off costs
-        _time_dphmc(bm, 5, args.seed, L, eta)
+        dphmc(bm, 5, args.seed, L, eta)
         for r in range(args.repeats):
             seed = args.seed + 1 + r
-            for name, fn in (("HamiltonianMC", _time_hmc), ("DPHMC", _time_dphmc)):
+            for name, fn in (("HamiltonianMC", _time_hmc), ("DPHMC", dphmc)):
                 t_short = fn(bm, args.short, seed, L, eta)
                 t_long = fn(bm, args.long, seed, L, eta)
                 if np.any(t_long <= t_short):
@@ -210,7 +217,8 @@ def run_speed(args):
                           "short one (a busy machine); this repeat is unreliable", flush=True)
                 per_iter[name].append((t_long - t_short) / (args.long - args.short))
         print(f"{label}, n={bm.n}, L={L} leapfrog steps; one chain, one core; draws "
-              f"{args.short} vs {args.long}, {args.repeats} repeats")
+              f"{args.short} vs {args.long}, {args.repeats} repeats; DPHMC's per-datum "
+              f"gradients: {', '.join(sorted(used))} mode")
         summary = {}
         for name, values in per_iter.items():
             cpu = [1e3 * v[0] for v in values]
@@ -360,6 +368,9 @@ def main(argv=None):
     parser.add_argument("--no-regression", action="store_true",
                         help="speed benchmark on the banana only")
     parser.add_argument("--n-steps", type=int, default=10, help="L of the speed benchmark")
+    parser.add_argument("--gradients", choices=["auto", "forward"], default="auto",
+                        help="per-datum gradients of the speed benchmark: 'auto' (what "
+                             "DPHMC chooses) or 'forward' (forced, for comparison)")
     parser.add_argument("--short", type=int, default=None)
     parser.add_argument("--long", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)

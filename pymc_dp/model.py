@@ -34,7 +34,7 @@ from pymc.distributions.shape_utils import change_dist_size  # batches of rows
 from pymc.logprob.basic import logp as _rv_logp  # batches of rows
 from pymc.logprob.utils import replace_rvs_by_values  # batches of rows
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.gradient import NullTypeGradError, pushforward
+from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
@@ -43,6 +43,7 @@ from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of row
 from pytensor.tensor.shape import SpecifyShape  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.per_datum_gradients import clipped_row_sum, forward_columns, reverse_columns
 
 __all__ = ["PrivateModel", "data_dependent_deterministics"]
 
@@ -408,6 +409,8 @@ class PrivateModel:
         self._prior_graph = prior  # for the lazily compiled gradients
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
+        self._forward_gradient_fn = None  # reverse mode's fallback, compiled if ever needed
+        self.gradient_method: str | None = None  # "reverse" or "forward", once compiled
         # on_unused_input: a per-datum pm.Data the likelihood does not read, or an observed
         # array PyTensor merged with an equal constant, is simply not needed.
         self._loglik_fn = pm_compile(
@@ -514,53 +517,85 @@ class PrivateModel:
         return DictToArrayBijection.rmap(RaveledVars(q, self.point_map_info))
 
     # ------------------------------------------------------------------ gradients
-    def compile_gradients(self) -> None:
+    def compile_gradients(self, method: str = "auto") -> None:
         """Compile :meth:`clipped_gradient` now (it is otherwise compiled on first use).
 
         Steps that need gradients call this at construction, so that a model they cannot
         differentiate is refused before any data is read; steps that do not (DP penalty)
         never pay for it.
 
+        Parameters
+        ----------
+        method : {"auto", "reverse", "forward"}
+            How per-datum gradients are computed (:mod:`pymc_dp.per_datum_gradients`).
+            ``"auto"`` (default) uses reverse mode through per-row copies where the
+            structure of the model's graph proves it keeps rows apart and it needs few
+            terms, else forward mode (one pass per coordinate of θ). The choice reads no
+            data. Stored in :attr:`gradient_method`.
+
         Raises
         ------
         UnsupportedModelError
             If the log-likelihood or the prior has an operation without a gradient.
+        ValueError
+            If ``method="reverse"`` is asked for a model where it does not apply.
         """
-        if self._gradient_fn is not None:
+        if method not in ("auto", "reverse", "forward"):
+            raise ValueError(f"method must be 'auto', 'reverse' or 'forward', got {method!r}")
+        if self._gradient_fn is not None and method in ("auto", self.gradient_method):
             return
-        inputs, outputs = self._clipped_gradient_graph()
+        inputs, outputs, chosen = self._clipped_gradient_graph(method)
+        if method == "reverse" and chosen != "reverse":
+            raise ValueError(
+                "Reverse-mode per-datum gradients do not apply to this model: a parameter "
+                "tensor meets the data other than elementwise along the datum axis, the "
+                "graph's structure does not prove that rows stay apart, or the parameters' "
+                "Jacobian is too dense. Use method='forward' (or 'auto')."
+            )
         self._gradient_fn = pm_compile(inputs, outputs, **self._compile_kwargs)
         self._gradient_fn.trust_input = True
+        self.gradient_method = chosen
 
-    def _clipped_gradient_graph(self) -> tuple[list[Variable], list[Variable]]:
-        """Symbolic inputs ``[θ, b, *data]`` and outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior]``.
+    def _clipped_gradient_graph(
+        self, method: str = "forward"
+    ) -> tuple[list[Variable], list[Variable], str]:
+        """Inputs ``[θ, b, *data]``, outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior, dropped]``.
 
-        Per-datum gradients by forward mode: one Jacobian-vector product per coordinate k of
-        θ, with the constant tangent e_k, gives the column ``(∂ℓ_j/∂θ_k)_j`` for all n data at
-        once (d passes, d = ``self.dim``). PyTensor fuses the d columns, the per-datum norm,
-        the clipping and the d sums into one elementwise loop over the data: no (n, n)
-        intermediate, no loop or scan over data; a ``pm.Data`` design matrix enters through
-        one ``X @ β`` (the JVP ``X @ e_k`` is rewritten to the column ``X[:, k]``). For an
-        observed variable with m values per datum the JVPs cost O(n·m·d).
-
-        Clipping: ``clip_b(v) = v · b / max(‖v‖, b)``, safe at ``v = 0``; a datum whose
-        gradient is not finite (or whose squared norm overflows) contributes zero. Either
-        way every datum contributes a vector of norm ≤ b, so replacing one datum moves the
-        sum by at most 2b (reference: :func:`pymc_dp.kernels.clipping.clipped_vector_sum`).
+        ``method="forward"``: one Jacobian-vector product per coordinate of θ with the
+        constant tangent e_k gives the column ``(∂ℓ_j/∂θ_k)_j`` (d passes over the data;
+        always available; a ``pm.Data`` design matrix entering through ``X @ β`` costs about
+        one pass, as ``X @ e_k`` is rewritten to ``X[:, k]``). ``"reverse"`` or ``"auto"``:
+        one reverse pass through per-row copies of the parameter tensors that meet the data
+        where :func:`~pymc_dp.per_datum_gradients.reverse_columns` proves it applies, else
+        forward mode. Neither has an (n, n) intermediate or a loop or scan over data.
+        ``dropped`` (a function of θ alone) is 0 unless a Jacobian entry that reverse mode
+        left out is not zero at θ; :meth:`clipped_gradient` then uses forward mode.
+        Clipping: :func:`~pymc_dp.per_datum_gradients.clipped_row_sum`. Also returns the
+        method used.
         """
         q = self._q
         bound = pt.scalar("grad_clip", dtype=q.dtype)
-        eye = np.eye(self.dim, dtype=q.dtype)
         try:
-            columns = [
-                pushforward(
-                    self._per_datum_graph,
-                    q,
-                    pt.as_tensor(eye[k]),
-                    disconnected_outputs="ignore",
-                )
-                for k in range(self.dim)
-            ]
+            reverse = None
+            if method != "forward":
+                try:
+                    reverse = reverse_columns(
+                        self._per_datum_graph,
+                        q,
+                        self._placeholders,
+                        self.n_data,
+                        self._public_points(3, 0.3),
+                        max_terms=max(16, 4 * self.dim),
+                    )
+                except Exception:
+                    if method == "reverse":
+                        raise
+                    # "auto": forward mode always applies, and says whether the model has
+                    # gradients at all.
+            if reverse is None:
+                columns, dropped = forward_columns(self._per_datum_graph, q, self.dim), None
+            else:
+                columns, dropped = reverse.columns, reverse.dropped
             prior_grad = pt_grad(self._prior_graph, q, disconnected_inputs="ignore")
         except (NotImplementedError, NullTypeGradError) as err:
             raise UnsupportedModelError(
@@ -568,13 +603,19 @@ class PrivateModel:
                 f"has no gradient ({type(err).__name__}: {err}). Gradient-based private steps "
                 "(DPHMC) need a differentiable model; use DPPenalty, which needs none."
             ) from None
-        squared = columns[0] ** 2
-        for column in columns[1:]:
-            squared = squared + column**2
-        finite = pt.isfinite(squared)
-        scale = pt.switch(finite, bound / pt.maximum(pt.sqrt(squared), bound), 0.0)
-        clipped = pt.stack([pt.sum(pt.switch(finite, c * scale, 0.0)) for c in columns])
-        return [q, bound, *self._placeholders], [clipped, prior_grad]
+        if dropped is None:
+            dropped = pt.constant(0.0, dtype=q.dtype)
+        clipped = clipped_row_sum(columns, bound)
+        chosen = "forward" if reverse is None else "reverse"
+        return [q, bound, *self._placeholders], [clipped, prior_grad, dropped], chosen
+
+    def _public_points(self, count: int, spread: float, seed: int = 7) -> list[np.ndarray]:
+        """The initial point and ``count − 1`` points around it (fixed seed: public)."""
+        point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
+        rng = np.random.default_rng(seed)
+        return [point] + [
+            point + spread * rng.standard_normal(point.shape) for _ in range(count - 1)
+        ]
 
     def clipped_gradient(self, q: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
         """``(Σ_j clip_b(∇_θ ℓ_j(θ)), ∇_θ log prior(θ))`` at raveled point ``q``.
@@ -598,13 +639,22 @@ class PrivateModel:
             raise ValueError(f"bound must be > 0, got {bound!r}")
         self.compile_gradients()
         dtype = self._q.dtype
-        clipped, prior_grad = _withholding_details(
-            "the clipped per-datum gradients",
-            self._gradient_fn,
-            np.ascontiguousarray(q, dtype=dtype),
-            np.asarray(bound, dtype=dtype),
-            *self._data_values,
+        args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype))
+        what = "the clipped per-datum gradients"
+        clipped, prior_grad, dropped = _withholding_details(
+            what, self._gradient_fn, *args, *self._data_values
         )
+        if dropped != 0:
+            # Reverse mode left out a Jacobian entry (zero at the public points it was
+            # chosen at) that is not zero at this θ: recompute in forward mode. Whether this
+            # happens depends on θ alone.
+            if self._forward_gradient_fn is None:
+                inputs, outputs, _ = self._clipped_gradient_graph("forward")
+                self._forward_gradient_fn = pm_compile(inputs, outputs, **self._compile_kwargs)
+                self._forward_gradient_fn.trust_input = True
+            clipped, prior_grad, _ = _withholding_details(
+                what, self._forward_gradient_fn, *args, *self._data_values
+            )
         return clipped, prior_grad
 
     # ------------------------------------------------------------------ batches of rows

@@ -61,9 +61,20 @@ def regression_model(n=60, p=3, seed=1):
     return m, X, y
 
 
-def test_normal_model_matches_the_closed_form_with_and_without_clipping():
+METHODS = ["reverse", "forward"]
+
+
+def _compiled(model, method):
+    pmodel = PrivateModel(model)
+    pmodel.compile_gradients(method)
+    assert pmodel.gradient_method == method
+    return pmodel
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_normal_model_matches_the_closed_form_with_and_without_clipping(method):
     m, y = normal_model()
-    pmodel = PrivateModel(m)
+    pmodel = _compiled(m, method)
     q = np.array([0.7, np.log(1.5)])  # (μ, log σ)
     mu, sigma = q[0], np.exp(q[1])
     r = y - mu
@@ -91,9 +102,10 @@ def test_regression_with_pm_data_matches_the_closed_form():
         np.testing.assert_allclose(clipped, clipped_vector_sum(rows, bound), rtol=1e-9)
 
 
-def test_mvnormal_observed_matches_the_closed_form():
+@pytest.mark.parametrize("method", METHODS)
+def test_mvnormal_observed_matches_the_closed_form(method):
     bm = correlated_gaussian(n=300, rho=0.9, seed=2)
-    pmodel = PrivateModel(bm.model)
+    pmodel = _compiled(bm.model, method)
     q = np.array([0.1, 2.9])
     cov = np.array([[1.0, 0.9], [0.9, 1.0]])
     rows = (bm.data - q) @ np.linalg.inv(cov)  # ∇_θ log N(x_j; θ, Σ) = Σ⁻¹(x_j − θ)
@@ -102,9 +114,10 @@ def test_mvnormal_observed_matches_the_closed_form():
         np.testing.assert_allclose(clipped, clipped_vector_sum(rows, bound), rtol=1e-9)
 
 
-def test_banana_custom_prior_matches_finite_differences():
+@pytest.mark.parametrize("method", METHODS)
+def test_banana_custom_prior_matches_finite_differences(method):
     bm = banana(n=200, d=3, seed=3)
-    pmodel = PrivateModel(bm.model)
+    pmodel = _compiled(bm.model, method)
     q = np.array([0.01, 3.02, -0.05])
     rows = _fd_per_datum_jacobian(pmodel, q)
     for bound in (HUGE, 0.05, 0.5):
@@ -130,18 +143,20 @@ def test_clipping_gives_sensitivity_two_bound():
     assert worst == pytest.approx(2 * bound, rel=1e-12)
 
 
-def test_zero_gradients_give_zero_not_nan():
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_gradients_give_zero_not_nan(method):
     # Every datum equal to μ: every per-datum gradient is exactly 0.
     with pm.Model() as m:
         mu = pm.Normal("mu")
         pm.Normal("y", mu, 1, observed=np.full(5, 0.25))
-    pmodel = PrivateModel(m)
+    pmodel = _compiled(m, method)
     clipped, prior = pmodel.clipped_gradient(np.array([0.25]), 1.0)
     assert np.all(np.isfinite(clipped)) and clipped[0] == 0.0
     assert np.all(np.isfinite(prior))
 
 
-def test_a_non_finite_per_datum_gradient_contributes_zero():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_non_finite_per_datum_gradient_contributes_zero(method):
     # ℓ_j = −√|y_j − μ| has an infinite slope at y_j = μ: that datum's gradient is not
     # finite and must contribute zero; the others are clipped as usual.
     y = np.array([0.0, 1.0, -2.0, 4.0])
@@ -152,7 +167,7 @@ def test_a_non_finite_per_datum_gradient_contributes_zero():
     with pm.Model() as m:
         mu = pm.Normal("mu")
         pm.CustomDist("y", mu, logp=logp, observed=y)
-    pmodel = PrivateModel(m)
+    pmodel = _compiled(m, method)
     clipped, _ = pmodel.clipped_gradient(np.array([0.0]), 10.0)
     r = y[1:]
     expected = np.sum(np.sign(r) / (2 * np.sqrt(np.abs(r))))
@@ -211,24 +226,31 @@ def _intermediate_sizes(pmodel, q):
         linker=VMLinker(allow_gc=False, use_cloop=False, callback=record, c_thunks=False),
         optimizer="fast_run",
     )
-    inputs, outputs = pmodel._clipped_gradient_graph()
+    pmodel.compile_gradients()
+    inputs, outputs, _ = pmodel._clipped_gradient_graph(pmodel.gradient_method)
     fn = pytensor.function(inputs, outputs, mode=mode)
     result = fn(q, np.float64(1.0), *pmodel._data_values)
     np.testing.assert_allclose(result[0], pmodel.clipped_gradient(q, 1.0)[0], rtol=1e-10)
     return sizes
 
 
-@pytest.mark.parametrize("which", ["normal", "regression", "mvnormal"])
-def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which):
+@pytest.mark.parametrize(
+    "which, method",
+    [("normal", "reverse"), ("regression", "forward"), ("mvnormal", "reverse"), ("banana", "reverse")],
+)
+def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which, method):
     if which == "normal":
         m, _ = normal_model(n=500)
         width = 1
     elif which == "regression":
         m, *_ = regression_model(n=500, p=4)
         width = 4  # X has 4 columns per datum
-    else:
+    elif which == "mvnormal":
         m = correlated_gaussian(n=500, seed=0).model
         width = 2
+    else:
+        m = banana(n=500, d=10, seed=0).model
+        width = 10
     pmodel = PrivateModel(m)
     n, d = pmodel.n_data, pmodel.dim
     q = pmodel.ravel(m.initial_point()) + 0.1
@@ -237,9 +259,175 @@ def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which):
     # Nothing bigger than the data or the (n, d) Jacobian; an (n, n) array would be 250000.
     assert largest <= n * max(d, width), sorted(sizes, reverse=True)[:5]
     # The compiled production function has no Scan (no loop over data).
-    pmodel.compile_gradients()
+    assert pmodel.gradient_method == method  # "auto" picks reverse mode where it applies
     ops = [node.op for node in pmodel._gradient_fn.maker.fgraph.apply_nodes]
     assert not any(isinstance(op, Scan) for op in ops)
+
+
+# ---------------------------------------------------------------------- reverse or forward
+def _index_model(n=80, seed=5):
+    rng = np.random.default_rng(seed)
+    with pm.Model() as m:
+        g = pm.Data("g", rng.integers(0, 3, n))
+        a = pm.Normal("a", 0, 1, shape=3)
+        pm.Normal("y", a[g], 1, observed=rng.normal(size=n))
+    return m
+
+
+def _elementwise_logit_model(n=80, seed=6):
+    rng = np.random.default_rng(seed)
+    with pm.Model() as m:
+        X = pm.Data("X", rng.normal(size=(n, 2)))
+        b = pm.Normal("b", 0, 1, shape=2)
+        pm.Bernoulli("y", logit_p=(X * b).sum(axis=1), observed=rng.integers(0, 2, n))
+    return m
+
+
+@pytest.mark.parametrize(
+    "build, method",
+    [
+        (lambda: normal_model()[0], "reverse"),
+        (_elementwise_logit_model, "reverse"),
+        (lambda: banana(n=100, d=4, seed=1).model, "reverse"),
+        (lambda: regression_model()[0], "forward"),  # X @ β: a matrix product meets the data
+        (_index_model, "forward"),  # a[g]: an index meets the data
+    ],
+)
+def test_auto_uses_reverse_mode_where_it_applies_and_both_agree(build, method):
+    m = build()
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    assert pmodel.gradient_method == method
+    reference = PrivateModel(m)
+    reference.compile_gradients("forward")
+    q = pmodel.ravel(m.initial_point()) + 0.05
+    for bound in (HUGE, 0.5):
+        np.testing.assert_allclose(
+            pmodel.clipped_gradient(q, bound)[0], reference.clipped_gradient(q, bound)[0],
+            rtol=1e-9, atol=1e-12,
+        )
+    if method == "forward":
+        with pytest.raises(ValueError, match="do not apply"):
+            PrivateModel(m).compile_gradients("reverse")
+
+
+def _cancelling_cross_row_model(n=60, seed=9, y=None):
+    # ℓ_j = N(y_j | μ, 1) + h(y_j)·(μ_shifted − μ): zero in value whatever the rows, but with
+    # per-row copies of μ row j would receive h of row j − 1 (found by the session-2 review).
+    if y is None:
+        y = np.random.default_rng(seed).normal(size=n)
+
+    def logp(value, mu):
+        mu_rows = mu + pt.zeros_like(value)
+        cross = 1e3 * value * (pt.roll(mu_rows, 1) - mu_rows)
+        return -0.5 * (value - mu) ** 2 + cross
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.CustomDist("y", mu, logp=logp, observed=y)
+    return m
+
+
+def _transposed_model(n=40, seed=10):
+    # Each datum is an n-vector and the likelihood works on the transposed data, so the
+    # parameter vector meets it along the datum axis's transpose: ℓ_j = −½Σ_i (y_ji − μ_j)².
+    # With per-row copies of μ, row i would collect the gradients of every datum.
+    y = np.random.default_rng(seed).normal(size=(n, n))
+
+    def logp(value, mu):
+        mu_vector = mu[0]  # PyMC hands the logp μ broadcast to the (n, n) shape of y
+        return (-0.5 * (value.T - mu_vector[None, :]) ** 2).sum(axis=0)
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", shape=n)
+        pm.CustomDist("y", mu, logp=logp, observed=y)
+    return m
+
+
+@pytest.mark.parametrize("build", [_cancelling_cross_row_model, _transposed_model])
+def test_models_whose_rows_are_not_provably_apart_use_forward_mode(build):
+    m = build()
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    assert pmodel.gradient_method == "forward"
+    with pytest.raises(ValueError, match="do not apply"):
+        PrivateModel(m).compile_gradients("reverse")
+
+
+def test_the_cancelling_model_keeps_sensitivity_two_bound():
+    # Forward mode gives every datum its own gradient (the cross-row term cancels): moving
+    # one datum far away moves the clipped sum by at most 2b. (Reverse mode through copies
+    # would also move its neighbour's row: up to 4b.)
+    bound = 0.3
+    sums = []
+    for value in (50.0, -50.0, 0.0, 3.0, -3.0):
+        y = np.random.default_rng(9).normal(size=60)
+        y[17] = value
+        pmodel = PrivateModel(_cancelling_cross_row_model(y=y))
+        sums.append(pmodel.clipped_gradient(np.array([0.4]), bound)[0])
+    worst = max(np.linalg.norm(a - b) for a in sums for b in sums)
+    assert worst <= 2 * bound + 1e-12
+
+
+def test_a_jacobian_entry_dropped_at_the_public_points_is_recomputed_in_forward_mode():
+    # ∂φ/∂θ_2 is zero near the initial point (θ_2 < 5) and not beyond: reverse mode leaves
+    # it out, and at θ_2 = 6 the step must fall back to forward mode, not lose the term.
+    y = np.random.default_rng(11).normal(size=50)
+    with pm.Model() as m:
+        a = pm.Normal("a")
+        b = pm.Normal("b")
+        pm.Normal("y", a * pt.maximum(b, 5.0) / 5.0, 1, observed=y)
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    assert pmodel.gradient_method == "reverse"
+    reference = PrivateModel(m)
+    reference.compile_gradients("forward")
+    for q in (np.array([0.3, 0.2]), np.array([0.3, 6.0])):
+        for bound in (HUGE, 0.5):
+            np.testing.assert_allclose(
+                pmodel.clipped_gradient(q, bound)[0],
+                reference.clipped_gradient(q, bound)[0],
+                rtol=1e-10,
+            )
+    assert pmodel._forward_gradient_fn is not None  # the fallback was used at θ_2 = 6
+    r = y - 0.3 * 6.0 / 5.0
+    expected = np.array([np.sum(r * 6.0 / 5.0), np.sum(r * 0.3 / 5.0)])
+    np.testing.assert_allclose(pmodel.clipped_gradient(np.array([0.3, 6.0]), HUGE)[0], expected)
+
+
+def test_dense_jacobians_use_forward_mode():
+    # Normal(A @ t): every entry of the mean depends on every parameter (d² terms).
+    d = 12
+    A = np.random.default_rng(12).normal(size=(d, d))
+    with pm.Model() as m:
+        t = pm.Normal("t", shape=d)
+        pm.Normal("y", pt.dot(A, t), 1, observed=np.random.default_rng(13).normal(size=(40, d)))
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    assert pmodel.gradient_method == "forward"
+
+
+def test_the_choice_of_method_does_not_read_the_data():
+    # The choice is structural: data whose gradients overflow everywhere and ordinary data
+    # get the same method.
+    def build(y):
+        with pm.Model() as m:
+            mu = pm.Normal("mu")
+            pm.Normal("y", mu, 1, observed=y)
+        return m
+
+    methods = set()
+    for y in (np.full(30, 1e300), np.random.default_rng(8).normal(size=30)):
+        pmodel = PrivateModel(build(y))
+        pmodel.compile_gradients()
+        methods.add(pmodel.gradient_method)
+    assert methods == {"reverse"}
+
+
+def test_bad_method_is_refused():
+    m, _ = normal_model()
+    with pytest.raises(ValueError, match="method"):
+        PrivateModel(m).compile_gradients("central")
 
 
 def test_errors_from_the_compiled_functions_do_not_show_data():

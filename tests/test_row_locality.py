@@ -1,0 +1,127 @@
+"""The structural row-locality proof (pymc_dp.row_locality)."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from pytensor.graph.basic import Constant
+from pytensor.raise_op import assert_op
+
+from pymc_dp.row_locality import NotRowLocal, datum_axes, is_row_local
+
+N, M = 7, 3
+x = pt.matrix("x")  # (N, M) per-datum values, datum axis 0
+g = pt.lvector("g")  # (N,) per-datum group indices
+theta = pt.vector("theta")  # (M,) row-free parameters
+L = pt.matrix("L")  # (M, M) row-free matrix
+COVARIATE = np.arange(1.0, N + 1)  # a NumPy array of per-individual values in the graph
+
+
+def _values(rng):
+    return {
+        x: rng.normal(size=(N, M)),
+        g: rng.integers(0, 3, N),
+        theta: rng.normal(size=M),
+        L: np.tril(rng.normal(size=(M, M))) + 3 * np.eye(M),
+    }
+
+
+ROW_LOCAL = {
+    "elementwise and a sum over columns": ((x - theta) ** 2).sum(axis=1),
+    "a row-free vector broadcast over rows": (x * theta[None, :]).max(axis=1),
+    "transpose and back": (x.T * 2.0).T.sum(axis=1),
+    "reshape keeping the leading length": x.reshape((x.shape[0], -1)).sum(axis=1),
+    "a matrix product with a row-free factor": pt.dot(x, L).sum(axis=1),
+    "a batched triangular solve": pt.linalg.solve_triangular(L, x, lower=True, b_ndim=1).sum(
+        axis=1
+    ),
+    "a row-free table indexed by group": pt.as_tensor(np.array([1.0, 2.0, 3.0]))[g] * x[:, 0],
+    "a column, and set_subtensor of a column": pt.set_subtensor(x[:, 0], theta[0]).sum(axis=1)
+    + x[:, 1],
+    "a join along the columns": pt.concatenate([x, pt.ones((x.shape[0], 1))], axis=1).sum(axis=1),
+    "a per-individual NumPy covariate, aligned": pt.as_tensor(COVARIATE) * x[:, 0],
+    "a check on the parameters": assert_op(x[:, 0], pt.all(theta > -100)),
+    "a check that reads every row (it only decides whether to raise)": assert_op(
+        x[:, 0] * 2, pt.all(x > -100)
+    ),
+    "a row-free matrix times the transpose": pt.dot(L, x.T).sum(axis=0),
+}
+
+NOT_ROW_LOCAL = {
+    "centred by the column means": (x - x.mean(axis=0)).sum(axis=1),
+    "a total broadcast back": x[:, 0] - x.sum(),
+    "a slice of the rows": pt.concatenate([x[1:, 0], x[:1, 0]]),
+    "rows reversed": x[::-1, 0],
+    "rows rolled": pt.roll(x[:, 0], 1),
+    "a cumulative sum down the rows": pt.cumsum(x[:, 0]),
+    "one row broadcast to all": x[:, 0] - x[0, 0],
+    "the Gram matrix": pt.dot(x, x.T).sum(axis=1),
+    "the datum axis contracted": x[:, 0] * pt.dot(x.T, pt.ones((x.shape[0],))).sum(),
+    "flattened": x.reshape((-1,))[:N],
+    "sorted down the rows": pt.sort(x[:, 0]),
+    "group sums": pt.inc_subtensor(pt.zeros(3)[g], x[:, 0])[g],
+    "a NumPy covariate reversed": pt.as_tensor(COVARIATE)[::-1] * x[:, 0],
+}
+
+
+def _rows_move_alone(out, rng):
+    """Numerically: changing row k of x (and g) leaves every other output row unchanged."""
+    fn = pytensor.function([x, g, theta, L], out, on_unused_input="ignore")
+    values = _values(rng)
+    base = fn(*values.values())
+    for k in (0, N // 2, N - 1):
+        changed = dict(values)
+        changed[x] = values[x].copy()
+        changed[x][k] += 1.5
+        changed[g] = values[g].copy()
+        changed[g][k] = (values[g][k] + 1) % 3
+        out_k = fn(*changed.values())
+        others = np.arange(N) != k
+        if not np.allclose(out_k[others], base[others]):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", ROW_LOCAL)
+def test_row_local_graphs_are_proven(name):
+    out = ROW_LOCAL[name]
+    assert is_row_local([out], {x: 0, g: 0}, n=N)
+    # and the proof is right: no other row moves when one does
+    assert _rows_move_alone(out, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name", NOT_ROW_LOCAL)
+def test_graphs_that_mix_rows_are_not_proven(name):
+    out = NOT_ROW_LOCAL[name]
+    assert not is_row_local([out], {x: 0, g: 0}, n=N)
+
+
+def test_the_cases_that_mix_rows_do_mix_them():
+    # The refusals above are not merely conservative: each of these moves other rows. (The
+    # reversed covariate does not move with x; it would move with the covariate.)
+    rng = np.random.default_rng(1)
+    mixing = [k for k in NOT_ROW_LOCAL if "covariate" not in k]
+    assert all(not _rows_move_alone(NOT_ROW_LOCAL[k], rng) for k in mixing)
+
+
+def test_misaligned_datum_axes_are_refused():
+    # x.T + x is square-shaped but pairs row i with column i of the transpose.
+    y = pt.matrix("y")
+    with pytest.raises(NotRowLocal, match="different datum axes"):
+        datum_axes([(y.T + y).sum(axis=1)], {y: 0})
+
+
+def test_an_unknown_op_fails_the_proof():
+    from pytensor.scan import scan
+
+    out, _ = scan(lambda row: row.sum() * 2, sequences=[x])
+    assert not is_row_local([out], {x: 0})
+
+
+def test_row_free_outputs_qualify_and_constants_of_length_n_count_as_data():
+    assert is_row_local([theta * 2], {x: 0})
+    c = pt.as_tensor(COVARIATE)
+    assert is_row_local([c.sum() * x[:, 0]], {x: 0})  # without n, the constant is row-free
+    assert not is_row_local([c.sum() * x[:, 0]], {x: 0}, n=N)  # with n, it is per-datum
+    assert isinstance(c, Constant)
