@@ -11,9 +11,9 @@ Every private step reads the data through one :class:`PrivateModel`. It
   log p(x_j | θ)``, and the public prior term (log density of the free variables on the value
   space, Jacobians included, which never touches data).
 
-The per-datum arrays (observed values and ``pm.Data`` with the datum axis in front) are
-inputs of the compiled function, not constants baked into it, so a step can evaluate the
-same graph on a subset of rows.
+The per-datum arrays (observed values, and ``pm.Data`` and NumPy arrays in the likelihood
+with the datum axis in front) are inputs of the compiled function, not constants baked into
+it, so a step can evaluate the same graph on a subset of rows.
 """
 
 from __future__ import annotations
@@ -318,6 +318,13 @@ class PrivateModel:
                 inputs.append(_DatumInput(data_var, value, f"pm.Data {data_var.name!r}"))
         datum_vars = {d.variable for d in inputs}
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
+        # A NumPy array with n rows written into the likelihood holds per-individual values
+        # (covariates): it is data like pm.Data, so the row probe must move its rows too.
+        for k, const in enumerate(_array_constants(likelihood)):
+            if const not in datum_vars and np.shape(const.data)[0] == n:
+                value = np.asarray(const.data)
+                inputs.append(_DatumInput(const, value, f"a NumPy array of {n} rows ({k})"))
+                datum_vars.add(const)
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
                 raise UnsupportedModelError(
@@ -588,10 +595,7 @@ class PrivateModel:
                         max_terms=max(16, 4 * self.dim),
                     )
                 except Exception:
-                    if method == "reverse":
-                        raise
-                    # "auto": forward mode always applies, and says whether the model has
-                    # gradients at all.
+                    reverse = None  # forward mode says whether the model has gradients at all
             if reverse is None:
                 columns, dropped = forward_columns(self._per_datum_graph, q, self.dim), None
             else:

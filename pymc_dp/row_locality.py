@@ -35,6 +35,7 @@ import numpy as np
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
+from pytensor.scalar.basic import Cast
 from pytensor.tensor.basic import Alloc, Join, MakeVector, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -278,6 +279,21 @@ def _axis_before_basic_index(node, idx_list, sub: int) -> int:
     return a
 
 
+def _widens_int(node) -> bool:
+    """A cast that keeps every value of a length: integer to int64 only.
+
+    (Any other cast can change it: ``int8(260) == 4``, ``bool(260) == 1``; a reshape to
+    such a leading length would move rows while looking as if it kept them.)
+    """
+    if not (isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Cast)):
+        return False
+    source, target = node.inputs[0].dtype, node.outputs[0].dtype
+    return target == "int64" and source in _INT_TO_INT64
+
+
+_INT_TO_INT64 = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+
+
 def _first_entry_is_rows(shape: Variable, axes: Mapping[Variable, int], n) -> bool:
     """Whether ``shape[0]`` is n: a constant n, or the datum-axis length of a per-datum var."""
     if isinstance(shape, Constant):
@@ -294,8 +310,7 @@ def _first_entry_is_rows(shape: Variable, axes: Mapping[Variable, int], n) -> bo
 def _is_rows(s: Variable, axes: Mapping[Variable, int], n) -> bool:
     """Whether scalar ``s`` is the number of rows (constant n or a datum-axis length)."""
     while s.owner is not None and (
-        isinstance(s.owner.op, TensorFromScalar | ScalarFromTensor)
-        or (isinstance(s.owner.op, Elemwise) and type(s.owner.op.scalar_op).__name__ == "Cast")
+        isinstance(s.owner.op, TensorFromScalar | ScalarFromTensor) or _widens_int(s.owner)
     ):
         s = s.owner.inputs[0]
     if isinstance(s, Constant):

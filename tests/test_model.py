@@ -145,6 +145,25 @@ def test_one_row_must_not_move_other_rows():
         PrivateModel(m)
 
 
+def test_numpy_covariates_are_data_too():
+    # Per-individual covariates written into the model as a NumPy array are people's data
+    # like pm.Data: the row probe must move their rows too, and refuse centring an effect
+    # of them inside the model. (A computation on the array alone, such as x - x.mean(),
+    # PyMC folds into a new constant before any step sees it: preprocessing, like NumPy's.)
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(2.0, 3.0, size=50), rng.normal(size=50)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        effect = b * pt.as_tensor(x)
+        pm.Normal("y", effect - effect.mean(), 1, observed=y)
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(m)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        pm.Normal("y", b * (x - x.mean()), 1, observed=y)  # centred in NumPy first: fine
+    assert "NumPy array" in PrivateModel(m).datum_inputs[1].label
+
+
 def test_a_cross_row_threshold_is_refused():
     # Found by an independent review: the log-likelihood of every row switches on the
     # largest value in the data. Invisible to a one-unit bump, and to any change at μ = 0

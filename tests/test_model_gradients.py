@@ -354,19 +354,45 @@ def test_models_whose_rows_are_not_provably_apart_use_forward_mode(build):
         PrivateModel(m).compile_gradients("reverse")
 
 
-def test_the_cancelling_model_keeps_sensitivity_two_bound():
-    # Forward mode gives every datum its own gradient (the cross-row term cancels): moving
-    # one datum far away moves the clipped sum by at most 2b. (Reverse mode through copies
-    # would also move its neighbour's row: up to 4b.)
-    bound = 0.3
-    sums = []
-    for value in (50.0, -50.0, 0.0, 3.0, -3.0):
-        y = np.random.default_rng(9).normal(size=60)
-        y[17] = value
-        pmodel = PrivateModel(_cancelling_cross_row_model(y=y))
-        sums.append(pmodel.clipped_gradient(np.array([0.4]), bound)[0])
-    worst = max(np.linalg.norm(a - b) for a in sums for b in sums)
-    assert worst <= 2 * bound + 1e-12
+def _hidden_permutation_model(y):
+    # Found by the second review: reshapes to a leading length of int8(n) = 4 (n = 260) and
+    # flips that permute the rows, inside a cross-row term that is exactly zero in value.
+    # If the proof accepted it, reverse mode would give datum 0's gradient to two other rows.
+    def reverse_blocks(v, inner):
+        return v.reshape((pt.cast(v.shape[0], "int8"), *inner))[..., ::-1].reshape(v.shape)
+
+    def permute_1(v):
+        return reverse_blocks(reverse_blocks(v, (5, 13)), (13, 5))
+
+    def permute_2(v):
+        return permute_1(reverse_blocks(v, (-1,)))
+
+    def logp(value, mu):
+        mu_rows = mu + pt.zeros_like(value)
+        cross = 1e3 * value * (permute_1(mu_rows) - mu_rows + permute_2(mu_rows) - mu_rows)
+        return -0.5 * (value - mu) ** 2 + cross
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.CustomDist("y", mu, logp=logp, observed=y)
+    return m
+
+
+def test_a_hidden_row_permutation_keeps_sensitivity_two_bound():
+    # Neighbouring datasets that differ in datum 0; the rows whose cross terms would land on
+    # row 0 are saturated so that nothing offsets the change. Reverse mode without the proof
+    # moves the clipped sum by 4b here; the step must stay within 2b.
+    bound, q = 0.3, np.array([0.0])
+    sums, methods = [], set()
+    for first in (-1.0, 1.0):
+        y = np.zeros(260)
+        y[12] = y[52] = 100.0
+        y[0] = first
+        pmodel = PrivateModel(_hidden_permutation_model(y))
+        sums.append(pmodel.clipped_gradient(q, bound)[0])
+        methods.add(pmodel.gradient_method)
+    assert np.linalg.norm(sums[0] - sums[1]) <= 2 * bound + 1e-12
+    assert methods == {"forward"}
 
 
 def test_a_jacobian_entry_dropped_at_the_public_points_is_recomputed_in_forward_mode():

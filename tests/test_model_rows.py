@@ -102,13 +102,16 @@ def test_rows_match_the_full_loglik_even_when_the_graph_pins_n(build):
         np.testing.assert_allclose(pmodel.loglik_rows(q, rows), full[rows], rtol=1e-12)
 
 
-def test_numpy_covariates_baked_into_the_model_are_refused_for_batches():
+def test_numpy_covariates_baked_into_the_model_are_data_and_follow_the_batch():
     with pm.Model() as m:
         beta = pm.Normal("beta", 0, 10, shape=2)
         pm.Normal("y", X @ beta, 1, observed=Y)  # X is a constant of length n, not pm.Data
-    pmodel = PrivateModel(m)  # fine for the full-data steps
-    with pytest.raises(UnsupportedModelError, match="pm.Data"):
-        pmodel.compile_rows()
+    pmodel = PrivateModel(m)
+    assert [d.label for d in pmodel.datum_inputs][1:] == [f"a NumPy array of {N} rows (0)"]
+    q = np.array([0.4, -1.2])
+    full = pmodel.loglik(q)
+    rows = np.array([5, 3, 41])
+    np.testing.assert_allclose(pmodel.loglik_rows(q, rows), full[rows], rtol=1e-12)
 
 
 def test_bad_rows_are_refused():

@@ -32,6 +32,9 @@ ROW_LOCAL = {
     "a row-free vector broadcast over rows": (x * theta[None, :]).max(axis=1),
     "transpose and back": (x.T * 2.0).T.sum(axis=1),
     "reshape keeping the leading length": x.reshape((x.shape[0], -1)).sum(axis=1),
+    "reshape to an int64 cast of the length": x.reshape((pt.cast(x.shape[0], "int64"), -1))[
+        :, ::-1
+    ].sum(axis=1),
     "a matrix product with a row-free factor": pt.dot(x, L).sum(axis=1),
     "a batched triangular solve": pt.linalg.solve_triangular(L, x, lower=True, b_ndim=1).sum(
         axis=1
@@ -62,6 +65,10 @@ NOT_ROW_LOCAL = {
     "sorted down the rows": pt.sort(x[:, 0]),
     "group sums": pt.inc_subtensor(pt.zeros(3)[g], x[:, 0])[g],
     "a NumPy covariate reversed": pt.as_tensor(COVARIATE)[::-1] * x[:, 0],
+    # found by a review: bool(n) == 1, so this reshape is (1, n·M), and the flip reverses rows
+    "a reshape to a cast of the length": x.reshape((pt.cast(x.shape[0], "bool"), -1))[
+        :, ::-1
+    ].reshape(x.shape)[:, 0],
 }
 
 

@@ -3,6 +3,7 @@ refusal to mix, release-safe results, privacy report from a plain trace, batches
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pymc_dp
@@ -180,10 +181,12 @@ def test_batch_larger_than_the_data_is_refused_before_any_release(model, make_st
 
 
 def test_models_that_cannot_be_batched_are_refused_at_construction(make_step):
+    # The leading length of the mean is fixed to n by a constant shape, not by the data.
     x = np.random.default_rng(0).normal(size=(300, 2))
     with pm.Model():
         beta = pm.Normal("beta", 0, 1, shape=2)
-        pm.Normal("y", x @ beta, 1, observed=x[:, 0])  # numpy covariates, not pm.Data
+        mean = pt.alloc(beta[0], 300)
+        pm.Normal("y", mean, 1, observed=x[:, 0])
         with pytest.raises(UnsupportedModelError, match="pm.Data"):
             make_step()
 
