@@ -81,8 +81,10 @@ def public_data(*data_vars: Variable) -> None:
 
     A private step refuses a model whose likelihood reads ``pm.Data`` that is not on the
     datum axis (leading length n), since it cannot know whether one person's record lives
-    there (a per-person table indexed by observations, say). Declaring it public says it
-    does not, and the step then reads it as a constant, without noise.
+    there (a per-person table indexed by observations, say), and treats ``pm.Data`` of
+    leading length n as per-person rows. Declaring it public says it holds no one's data,
+    and the step then reads it as a constant, without noise. Never declare observed values
+    public: they are always data.
 
     Examples
     --------
@@ -311,20 +313,34 @@ class PrivateModel:
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
         for data_var in model.data_vars:
-            if data_var in observed_vars:
-                continue
+            if data_var in observed_vars or _is_public(data_var):
+                continue  # declared public: a constant, even if its length happens to be n
             value = _numeric_value(data_var)
             if value.ndim >= 1 and value.shape[0] == n:
                 inputs.append(_DatumInput(data_var, value, f"pm.Data {data_var.name!r}"))
         datum_vars = {d.variable for d in inputs}
+        # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
+        # new constants on every call, and the constants found here must be the compiled ones.
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
+        self._likelihood_terms = likelihood
         # A NumPy array with n rows written into the likelihood holds per-individual values
         # (covariates): it is data like pm.Data, so the row probe must move its rows too.
+        sideways = []
         for k, const in enumerate(_array_constants(likelihood)):
-            if const not in datum_vars and np.shape(const.data)[0] == n:
+            shape = np.shape(const.data)
+            if const not in datum_vars and shape[0] == n:
                 value = np.asarray(const.data)
                 inputs.append(_DatumInput(const, value, f"a NumPy array of {n} rows ({k})"))
                 datum_vars.add(const)
+            elif const not in datum_vars and n in shape[1:]:
+                sideways.append(shape)
+        if sideways:
+            raise UnsupportedModelError(
+                f"The likelihood reads NumPy arrays of shapes {sideways}, with n = {n} on an "
+                "axis other than the first. If they hold people's values (transposed "
+                "covariates), put one row per person on the leading axis; if they are public "
+                "constants, wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
+            )
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
                 raise UnsupportedModelError(
@@ -387,7 +403,7 @@ class PrivateModel:
     # ------------------------------------------------------------------ compilation
     def _compile(self, compile_kwargs: dict):
         model = self.model
-        obs_terms = model.logp(vars=model.observed_RVs, sum=False)
+        obs_terms = self._likelihood_terms
         per_datum = None
         for term in obs_terms:
             row_sums = term if term.ndim == 1 else term.reshape((term.shape[0], -1)).sum(axis=1)
@@ -559,7 +575,9 @@ class PrivateModel:
                 "graph's structure does not prove that rows stay apart, or the parameters' "
                 "Jacobian is too dense. Use method='forward' (or 'auto')."
             )
-        self._gradient_fn = pm_compile(inputs, outputs, **self._compile_kwargs)
+        self._gradient_fn = pm_compile(
+            inputs, outputs, on_unused_input="ignore", **self._compile_kwargs
+        )
         self._gradient_fn.trust_input = True
         self.gradient_method = chosen
 
@@ -654,7 +672,9 @@ class PrivateModel:
             # happens depends on θ alone.
             if self._forward_gradient_fn is None:
                 inputs, outputs, _ = self._clipped_gradient_graph("forward")
-                self._forward_gradient_fn = pm_compile(inputs, outputs, **self._compile_kwargs)
+                self._forward_gradient_fn = pm_compile(
+                    inputs, outputs, on_unused_input="ignore", **self._compile_kwargs
+                )
                 self._forward_gradient_fn.trust_input = True
             clipped, prior_grad, _ = _withholding_details(
                 what, self._forward_gradient_fn, *args, *self._data_values
@@ -730,8 +750,9 @@ class PrivateModel:
         ------
         UnsupportedModelError
             If the graph cannot be rebuilt for batches or returns the wrong length, e.g. a
-            NumPy array of per-individual covariates written into the model (wrap it in
-            ``pm.Data``), or an observed variable without a batch axis.
+            NumPy expression of per-individual covariates that PyMC folds into a new
+            constant (``b * np.log(x)``; wrap ``x`` in ``pm.Data``), or an observed variable
+            without a batch axis.
         """
         if getattr(self, "_rows_fn", None) is not None:
             return
@@ -796,9 +817,10 @@ class PrivateModel:
 _ROWS_UNSUPPORTED = (
     "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "
     "minibatch step reads a random subset of the rows of every observed variable and of every "
-    "pm.Data whose leading axis has length n; per-individual values held elsewhere (a NumPy "
-    "array of covariates written into the model: wrap it in pm.Data) or shapes fixed to n by "
-    "something other than the data cannot follow the batch."
+    "pm.Data or NumPy array whose leading axis has length n; per-individual values held "
+    "elsewhere (an expression of NumPy covariates that PyMC folds into a new constant: wrap "
+    "them in pm.Data) or shapes fixed to n by something other than the data cannot follow "
+    "the batch."
 )
 
 

@@ -4,6 +4,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.stats as st
 
+import pymc_dp
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
@@ -162,6 +163,76 @@ def test_numpy_covariates_are_data_too():
         b = pm.Normal("b")
         pm.Normal("y", b * (x - x.mean()), 1, observed=y)  # centred in NumPy first: fine
     assert "NumPy array" in PrivateModel(m).datum_inputs[1].label
+
+
+def _covariate_means(b, x, g):
+    # NumPy covariates in shapes PyMC folds into new constants (found by the second review:
+    # they were found on one logp graph and compiled from another).
+    return {
+        "scaled": b[0] * x,
+        "folded log": b[0] * pt.log(x),
+        "broadcast column": (b * pt.as_tensor(x)[:, None]).sum(axis=1),
+        "stacked design": pt.dot(pt.stack([x, x**2], axis=1), b),
+        "folded group index": b[pt.as_tensor(g) % 2],
+    }
+
+
+@pytest.mark.parametrize("which", list(_covariate_means(pt.vector(), np.ones(3), np.ones(3, int))))
+def test_numpy_covariates_are_probed_and_differentiated(which):
+    rng = np.random.default_rng(5)
+    x, g, y = rng.uniform(0.5, 2.0, size=50), rng.integers(0, 4, size=50), rng.normal(size=50)
+    with pm.Model() as m:
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", _covariate_means(b, x, g)[which], 1, observed=y)
+    pmodel = PrivateModel(m)
+    assert any("NumPy array" in d.label for d in pmodel.datum_inputs)
+    # every per-datum input is read by the compiled likelihood (none is a dead placeholder)
+    moved = [v.copy() for v in pmodel._data_values]
+    q = np.array([0.3, -0.7])
+    base = pmodel.loglik(q)
+    for k, d in enumerate(pmodel.datum_inputs):
+        changed = list(pmodel._data_values)
+        changed[k] = moved[k].copy()
+        changed[k][3] = changed[k][3] + 1
+        assert not np.array_equal(pmodel._loglik_fn(q, *changed), base), d.label
+    pmodel.compile_gradients()
+    h = 1e-6
+    fd = np.stack(
+        [(pmodel.loglik(q + h * e) - pmodel.loglik(q - h * e)) / (2 * h) for e in np.eye(2)],
+        axis=1,
+    )
+    np.testing.assert_allclose(pmodel.clipped_gradient(q, 1e12)[0], fd.sum(axis=0), rtol=1e-6)
+
+
+def test_numpy_covariates_with_n_on_another_axis_are_refused():
+    rng = np.random.default_rng(6)
+    xt = rng.normal(size=(2, 50))  # transposed covariates: one column per person
+    with pm.Model() as m:
+        b = pm.Normal("b", shape=2)
+        mu = pt.dot(b, xt)
+        pm.Normal("y", mu - mu.mean(), 1, observed=rng.normal(size=50))
+    with pytest.raises(UnsupportedModelError, match="axis other than the first"):
+        PrivateModel(m)
+
+
+def test_a_public_table_whose_length_happens_to_be_n():
+    # 40 people in 40 public regions: the region effects table has n rows by coincidence.
+    rng = np.random.default_rng(7)
+    region, y = rng.integers(0, 40, size=40), rng.normal(size=40)
+
+    def build(public):
+        with pm.Model() as m:
+            shift = pm.Data("shift", np.linspace(-1, 1, 40))  # public, per region
+            if public:
+                pymc_dp.public_data(shift)
+            mu = pm.Normal("mu")
+            pm.Normal("y", mu + shift[region], 1, observed=y)
+        return m
+
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(build(public=False))  # taken for per-person rows, mixed by the index
+    labels = [d.label for d in PrivateModel(build(public=True)).datum_inputs]
+    assert labels == ["observed variable 'y'", "a NumPy array of 40 rows (0)"]  # y and region
 
 
 def test_a_cross_row_threshold_is_refused():
