@@ -17,25 +17,26 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     binary outcome and 10 covariates per person, the coefficients entering through
     ``X @ β``: the common shape of a private analysis). DPHMC needs every datum's gradient
     on its own (to clip it); :meth:`pymc_dp.model.PrivateModel.clipped_gradient` gets them
-    by one forward-mode pass per coordinate, fused into one loop over the data. For the
-    regression each pass costs about one column of X, so the cost is close to that of the
-    summed gradient ``pm.HamiltonianMC`` computes; for the banana each pass costs a whole
-    (n, d) sweep, O(n·d²) against O(n·d), so the ratio grows with d. Run to completion on
-    a quiet machine (CPU, min / median of 5): banana d = 2 1.16 / 0.93, banana d = 10
-    2.63 / 2.40 (target missed), regression d = 10 0.67 / 0.68.
+    (:mod:`pymc_dp.per_datum_gradients`) either by one forward-mode pass per coordinate,
+    fused into one loop over the data, or by one reverse pass through per-row copies of the
+    parameter tensors that meet the data, used only where :mod:`pymc_dp.row_locality`
+    proves from the graph that it keeps rows apart. The banana gets reverse mode: forward
+    mode would cost a whole (n, d) sweep per coordinate, O(n·d²) against O(n·d). The
+    regression gets forward mode, where each pass costs about one column of X. The line
+    of each model says which one DPHMC chose; ``--gradients forward`` forces forward mode.
+
+    Run to completion on a quiet machine (CPU, min / median of 5 repeats): banana d = 2
+    1.19 / 0.96, banana d = 10 1.62 / 1.55, regression d = 10 0.68 / 0.68. Forward mode
+    alone misses the target at d = 10: with ``--gradients forward`` the banana at d = 10
+    gave 2.72 / 2.47 (on a less quiet machine; 2.63 / 2.40 before reverse mode existed).
 
     Tried for the banana at d = 10 and not kept (ms per clipped gradient at n = 10⁵, one
-    thread; forward mode 3.6, the summed gradient of ``pm.HamiltonianMC`` 1.4): reverse mode
-    through per-row copies of the parameter tensors that meet the data, checked against
-    forward mode, 7.0 (it materialises several (n, d) arrays and an (n, d)·(d, d) product
-    where the fused forward loop streams the data once); ``vectorize_graph`` of a one-row
-    reverse gradient, 8; Fortran-ordered data, 5.1; divisions replaced by products, no
-    change. Reverse mode that combines the per-row partials with only the *nonzero* entries
-    of the parameters' Jacobian took 2.3 ms, and this benchmark to 1.48 / 1.51 at d = 10;
-    it lives on the branch ``wip/reverse-per-datum-gradients``, not merged: an independent
-    review built models on which its per-row gradients mix rows (breaking the 2b
-    sensitivity) while every numeric check passed, so it needs a structural proof of
-    row-locality first (``WIP_REVERSE_GRADIENTS.md`` on that branch).
+    thread; forward mode 3.4, reverse mode 2.1, the summed gradient of
+    ``pm.HamiltonianMC`` 1.4): reverse mode with a dense (n, p)·(p, d) product of the
+    per-row partials and the parameters' Jacobian, 7.0 (it materialises several (n, d)
+    arrays where the fused loop streams the data once; only the Jacobian's nonzero entries
+    are used now); ``vectorize_graph`` of a one-row reverse gradient, 8; Fortran-ordered
+    data, 5.1; divisions replaced by products, no change.
 
 ``banana``
     The thesis' flat 2-d banana (Table 5.1: n = 10⁵, a = 20, σ0² = 1000; δ = 0.1/n) at
@@ -70,7 +71,9 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     ``thesis`` 0.472 / 0.354 / 0.247 / 0.159 (means 0.497 / 0.383 / 0.268 / 0.186), on the
     thesis' line; ``tuned`` 0.438 / 0.316 / 0.183 / 0.129 (means 0.461 / 0.348 / 0.191 /
     0.145), below it at ε = 1 and ε = 6. With 20 chains the ``thesis`` medians were
-    0.454 / 0.440 / 0.260 / 0.136: a 20-chain median moves by a few hundredths.
+    0.454 / 0.440 / 0.260 / 0.136: a 20-chain median moves by a few hundredths. (These runs
+    predate reverse-mode gradients; with one seed the two modes give the same draws to
+    about 1e-15, see ``tests/steps/test_dp_hmc.py::test_the_gradient_method_does_not_change_the_chain``.)
 
 ``gauss``
     The thesis' correlated 2-d Gaussian (ρ = 0.999, n = 2·10⁵, σ0² = 100) with the thesis'
