@@ -30,13 +30,13 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     alone misses the target at d = 10: with ``--gradients forward`` the banana at d = 10
     gave 2.72 / 2.47 (on a less quiet machine; 2.63 / 2.40 before reverse mode existed).
 
-    Tried for the banana at d = 10 and not kept (ms per clipped gradient at n = 10⁵, one
-    thread; forward mode 3.4, reverse mode 2.1, the summed gradient of
-    ``pm.HamiltonianMC`` 1.4): reverse mode with a dense (n, p)·(p, d) product of the
-    per-row partials and the parameters' Jacobian, 7.0 (it materialises several (n, d)
-    arrays where the fused loop streams the data once; only the Jacobian's nonzero entries
-    are used now); ``vectorize_graph`` of a one-row reverse gradient, 8; Fortran-ordered
-    data, 5.1; divisions replaced by products, no change.
+    Tried for the banana at d = 10 and not kept, each slower than forward mode when
+    measured with throwaway scripts (not in the repository, so no figures here): reverse
+    mode with a dense (n, p)·(p, d) product of the per-row partials and the parameters'
+    Jacobian (it materialises several (n, d) arrays; reverse mode now uses only the
+    Jacobian's nonzero entries), ``vectorize_graph`` of a one-row reverse gradient,
+    Fortran-ordered data; divisions replaced by products changed nothing. Per-gradient
+    costs of the two kept constructions: ``per_datum_gradients.py``.
 
 ``banana``
     The thesis' flat 2-d banana (Table 5.1: n = 10⁵, a = 20, σ0² = 1000; δ = 0.1/n) at

@@ -17,8 +17,8 @@ operation broadcast along the datum axis, give each row its own copy ``φ + Z_j`
 so every value is unchanged). One reverse pass then yields ``∂ℓ_j/∂φ`` for every row j at
 once (the gradient with respect to row j of Z), and ``∂ℓ_j/∂θ_k = Σ_a ∂ℓ_j/∂φ_a · ∂φ_a/∂θ_k``
 with the small Jacobian ∂φ/∂θ computed from θ alone, keeping only its entries that are not
-zero at a few public points. On the flat banana (d = 10, n = 10⁵) that is 2.3 ms per clipped
-gradient against 3.5 ms in forward mode.
+zero at a few public points. On the flat banana (d = 10, n = 10⁵) that is 2.2 ms per clipped
+gradient against 3.3 ms in forward mode (``benchmarks/per_datum_gradients.py``).
 
 Why reverse mode is safe where it is used:
 
