@@ -42,16 +42,8 @@ import pymc_dp
 
 from pymc_dp.evaluation import mmd
 
-PosteriorSampling = getattr(pymc_dp, "PosteriorSampling", None)
-if PosteriorSampling is None:  # until it is exported from pymc_dp
-    from pymc_dp.posterior_sampling import PosteriorSampling
-
-DPHMC = getattr(pymc_dp, "DPHMC", None)
-if DPHMC is None:  # until it is exported from pymc_dp
-    try:
-        from pymc_dp.steps.dp_hmc import DPHMC
-    except ImportError:  # DPHMC not written yet: its rows are skipped
-        DPHMC = None
+PosteriorSampling = pymc_dp.PosteriorSampling
+DPHMC = pymc_dp.DPHMC
 
 A, B, TRUE_P = 0.05, 0.95, 0.3
 QUIET = dict(progressbar=False, cores=1, compute_convergence_checks=False)
@@ -150,8 +142,6 @@ def main():
     print(f"posterior sampling: L = {L:.4f} per datum, per-draw ε = 2TL, pure DP (δ = 0)")
     print(f"DPPenalty / DPHMC: value-space Lipschitz clip = {clip:.4f} (never binds), "
           "δ = 0.1/n, 2 chains, second halves")
-    if DPHMC is None:
-        print("DPHMC: not available in this tree (pymc_dp/steps/dp_hmc.py); its rows are skipped")
     print(f"metrics: |mean − exact mean| / exact sd, sd / exact sd, MMD to exact draws; "
           f"mean over {args.reps} repetitions")
     print()
@@ -173,11 +163,8 @@ def main():
                 ("posterior sampling, N = 10", lambda: run_posterior_sampling(model, eps, 10, rep)),
                 ("posterior sampling, N = 100", lambda: run_posterior_sampling(model, eps, 100, rep)),
                 ("DPPenalty (300 + 300 its)", lambda: run_dp_penalty(model, eps, clip, rep, n)),
+                ("DPHMC (L = 1, 400 + 200 its)", lambda: run_dp_hmc(model, eps, clip, rep, n)),
             ]
-            if DPHMC is not None:
-                runs.append(
-                    ("DPHMC (L = 1, 400 + 200 its)", lambda: run_dp_hmc(model, eps, clip, rep, n))
-                )
             for name, run in runs:
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():
