@@ -567,7 +567,7 @@ class PrivateModel:
             raise ValueError(f"method must be 'auto', 'reverse' or 'forward', got {method!r}")
         if self._gradient_fn is not None and method in ("auto", self.gradient_method):
             return
-        inputs, outputs, chosen = self._clipped_gradient_graph(method)
+        fn, chosen = self._compiled_gradient_fn(method)
         if method == "reverse" and chosen != "reverse":
             raise ValueError(
                 "Reverse-mode per-datum gradients do not apply to this model: a parameter "
@@ -575,11 +575,15 @@ class PrivateModel:
                 "graph's structure does not prove that rows stay apart, or the parameters' "
                 "Jacobian is too dense. Use method='forward' (or 'auto')."
             )
-        self._gradient_fn = pm_compile(
-            inputs, outputs, on_unused_input="ignore", **self._compile_kwargs
-        )
-        self._gradient_fn.trust_input = True
-        self.gradient_method = chosen
+        self._gradient_fn, self.gradient_method = fn, chosen
+
+    def _compiled_gradient_fn(self, method: str):
+        """The compiled :meth:`_clipped_gradient_graph` and the method it uses."""
+        inputs, outputs, chosen = self._clipped_gradient_graph(method)
+        # on_unused_input: as for the log-likelihood (a per-datum pm.Data it does not read)
+        fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
+        fn.trust_input = True
+        return fn, chosen
 
     def _clipped_gradient_graph(
         self, method: str = "forward"
@@ -671,11 +675,7 @@ class PrivateModel:
             # chosen at) that is not zero at this θ: recompute in forward mode. Whether this
             # happens depends on θ alone.
             if self._forward_gradient_fn is None:
-                inputs, outputs, _ = self._clipped_gradient_graph("forward")
-                self._forward_gradient_fn = pm_compile(
-                    inputs, outputs, on_unused_input="ignore", **self._compile_kwargs
-                )
-                self._forward_gradient_fn.trust_input = True
+                self._forward_gradient_fn, _ = self._compiled_gradient_fn("forward")
             clipped, prior_grad, _ = _withholding_details(
                 what, self._forward_gradient_fn, *args, *self._data_values
             )
@@ -751,7 +751,7 @@ class PrivateModel:
         UnsupportedModelError
             If the graph cannot be rebuilt for batches or returns the wrong length, e.g. a
             NumPy expression of per-individual covariates that PyMC folds into a new
-            constant (``b * np.log(x)``; wrap ``x`` in ``pm.Data``), or an observed variable
+            constant (``b * pt.log(x)``; wrap ``x`` in ``pm.Data``), or an observed variable
             without a batch axis.
         """
         if getattr(self, "_rows_fn", None) is not None:
