@@ -44,6 +44,7 @@ from pytensor.tensor.shape import SpecifyShape  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.per_datum_gradients import clipped_row_sum, forward_columns, reverse_columns
+from pymc_dp.row_locality import NotRowLocal, datum_axes
 
 __all__ = ["PrivateModel", "data_dependent_deterministics"]
 
@@ -310,22 +311,26 @@ class PrivateModel:
         n = inputs[0].value.shape[0]
         # An observed value computed from pm.Data (``observed=f(x)``) is not an input: the
         # pm.Data it reads is, so that the row-locality probe sees what f does across rows.
+        observed_exprs = [d.variable for d in inputs]
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
         for data_var in model.data_vars:
-            if data_var in observed_vars or _is_public(data_var):
+            if data_var in observed_vars:
+                continue
+            if _is_public(data_var) and not _reads(observed_exprs, [data_var]):
                 continue  # declared public: a constant, even if its length happens to be n
             value = _numeric_value(data_var)
             if value.ndim >= 1 and value.shape[0] == n:
                 inputs.append(_DatumInput(data_var, value, f"pm.Data {data_var.name!r}"))
         datum_vars = {d.variable for d in inputs}
+        self._check_constant_expressions(n)
         # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
         # new constants on every call, and the constants found here must be the compiled ones.
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
         self._likelihood_terms = likelihood
         # A NumPy array with n rows written into the likelihood holds per-individual values
         # (covariates): it is data like pm.Data, so the row probe must move its rows too.
-        sideways = []
+        sideways = 0
         for k, const in enumerate(_array_constants(likelihood)):
             shape = np.shape(const.data)
             if const not in datum_vars and shape[0] == n:
@@ -333,13 +338,15 @@ class PrivateModel:
                 inputs.append(_DatumInput(const, value, f"a NumPy array of {n} rows ({k})"))
                 datum_vars.add(const)
             elif const not in datum_vars and n in shape[1:]:
-                sideways.append(shape)
+                sideways += 1
         if sideways:
+            # (No shapes in the message: a constant PyMC folded from data, x[x > 0] say, has
+            # a shape that depends on the values.)
             raise UnsupportedModelError(
-                f"The likelihood reads NumPy arrays of shapes {sideways}, with n = {n} on an "
-                "axis other than the first. If they hold people's values (transposed "
-                "covariates), put one row per person on the leading axis; if they are public "
-                "constants, wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
+                f"The likelihood reads {sideways} NumPy array(s) with n = {n} on an axis other "
+                "than the first. If they hold people's values (transposed covariates), put one "
+                "row per person on the leading axis; if they are public constants, wrap them "
+                "in pm.Data and declare them with pymc_dp.public_data(...)."
             )
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
@@ -368,13 +375,62 @@ class PrivateModel:
         for d in inputs:
             if not np.issubdtype(d.value.dtype, np.number) and d.value.dtype != bool:
                 raise UnsupportedModelError(f"The data of {d.label} is not numeric.")
-            if not np.all(np.isfinite(d.value)):
-                # Say where, never what: the values are private.
+            # Observed values must be finite; covariates may hold ±inf (a per-person censoring
+            # bound of pm.Censored, say) but not NaN. Say where, never what.
+            observed = _reads(observed_exprs, [d.variable])
+            if not np.all(np.isfinite(d.value) if observed else ~np.isnan(d.value)):
                 raise ValueError(
-                    f"The data of {d.label} contains non-finite values (NaN or inf). Private "
-                    "steps need finite data; remove or impute those rows before sampling."
+                    f"The data of {d.label} contains non-finite values "
+                    f"({'NaN or inf' if observed else 'NaN'}). Private steps need "
+                    f"{'finite data' if observed else 'data without NaN'}; remove or impute "
+                    "those rows before sampling."
                 )
         return inputs
+
+    def _check_constant_expressions(self, n: int) -> None:
+        """Refuse computations across the rows of a NumPy array written inside the model.
+
+        PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
+        of n rows, a threshold on ``max(y)``) into new constants when it builds the
+        log-likelihood, so the row probe only ever sees their results. They are found here,
+        on the model's own graph of the observed variables' parameters, by the structural
+        row-locality proof (:mod:`pymc_dp.row_locality`) with every array of n rows as
+        per-datum input. Reads shapes and structure only.
+        """
+        model = self.model
+        outputs = list(model.observed_RVs)
+        frees = set(model.free_RVs)
+        nodes = io_toposort(list(graph_inputs(outputs, blockers=frees)), outputs)
+        constant = {v for v in graph_inputs(outputs, blockers=frees) if isinstance(v, Constant)}
+        for node in nodes:
+            if node.inputs and all(i in constant for i in node.inputs):
+                constant.update(node.outputs)
+        # the results of constant-only expressions, where the rest of the model reads them
+        results = {
+            i
+            for node in nodes
+            if not all(i in constant for i in node.inputs)
+            for i in node.inputs
+            if i in constant and i.owner is not None
+        }
+        rows = {
+            c: 0
+            for c in constant
+            if isinstance(c, Constant) and np.ndim(c.data) > 0 and np.shape(c.data)[0] == n
+        }
+        if not results or not rows:
+            return
+        try:
+            datum_axes(list(results), rows, n)
+        except NotRowLocal:
+            raise UnsupportedModelError(
+                "The model computes across the rows of a NumPy array of n rows (e.g. "
+                "x - x.mean(), max(x), a sort or a cumulative sum). PyMC evaluates such "
+                "expressions when it builds the model, before a private step can check them, "
+                "and one person's value would then move every row's log-likelihood. Compute "
+                "them from public values, or pass the array as pm.Data (the step then checks "
+                "what the model does with it)."
+            ) from None
 
     def _check_priors_and_potentials(self):
         model = self.model
@@ -792,11 +848,15 @@ class PrivateModel:
         rvs_to_values = {rv: model.rvs_to_values[rv] for rv in model.free_RVs + model.observed_RVs}
         per_datum = None
         for rv in model.observed_RVs:
-            rows_value = data_map[model.rvs_to_values[rv]]
+            # (rebuilt: an integer pm.Data observed by a discrete likelihood is Cast(x))
+            (rows_value,) = _rebuild([model.rvs_to_values[rv]], data_map)
             others = {r: v for r, v in rvs_to_values.items() if r is not rv}
             (rv_values,) = replace_rvs_by_values(
                 [rv], rvs_to_values=others, rvs_to_transforms=model.rvs_to_transforms
             )
+            # A NumPy covariate is one constant in the log-likelihood (PyMC merges equal
+            # constants) but may be several equal ones in this graph: map each to its batch.
+            data_map.update(self._equal_constants(rv_values, data_map))
             (rv_rows,) = _rebuild([rv_values], data_map)
             batch_ndim = rv_rows.owner.op.batch_ndim(rv_rows.owner)
             if batch_ndim < 1:
@@ -812,6 +872,23 @@ class PrivateModel:
         (per_datum,) = _rebuild([per_datum], data_map)
         (per_datum,), q = join_nonshared_inputs(self._initial_point, [per_datum], self.value_vars)
         return [q, *placeholders], per_datum
+
+    def _equal_constants(self, graph: Variable, data_map: dict) -> dict:
+        """Constants of ``graph`` equal to a per-datum NumPy array, mapped to its batch."""
+        found = {}
+        for const in _array_constants([graph]):
+            if const in data_map:
+                continue
+            for d in self.datum_inputs:
+                if (
+                    isinstance(d.variable, Constant)
+                    and const.dtype == d.variable.dtype
+                    and np.shape(const.data) == d.value.shape
+                    and np.array_equal(const.data, d.value)
+                ):
+                    found[const] = data_map[d.variable]
+                    break
+        return found
 
 
 _ROWS_UNSUPPORTED = (

@@ -149,8 +149,7 @@ def test_one_row_must_not_move_other_rows():
 def test_numpy_covariates_are_data_too():
     # Per-individual covariates written into the model as a NumPy array are people's data
     # like pm.Data: the row probe must move their rows too, and refuse centring an effect
-    # of them inside the model. (A computation on the array alone, such as x - x.mean(),
-    # PyMC folds into a new constant before any step sees it: preprocessing, like NumPy's.)
+    # of them inside the model.
     rng = np.random.default_rng(4)
     x, y = rng.normal(2.0, 3.0, size=50), rng.normal(size=50)
     with pm.Model() as m:
@@ -233,6 +232,82 @@ def test_a_public_table_whose_length_happens_to_be_n():
         PrivateModel(build(public=False))  # taken for per-person rows, mixed by the index
     labels = [d.label for d in PrivateModel(build(public=True)).datum_inputs]
     assert labels == ["observed variable 'y'", "a NumPy array of 40 rows (0)"]  # y and region
+
+
+@pytest.mark.parametrize("which", ["centred covariate", "mean of the observed", "max threshold"])
+def test_cross_row_expressions_of_numpy_arrays_alone_are_refused(which):
+    # Found by the third review: PyMC folds these into new constants when it builds the
+    # log-likelihood, so the row probe would only see their results.
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=80), rng.normal(size=80)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        xt, yt = pt.as_tensor(x), pt.as_tensor(y)
+        mean = {
+            "centred covariate": b * (xt - xt.mean()),
+            "mean of the observed": b + yt.mean(),
+            "max threshold": b * x + (xt > pt.max(xt) - 1e-9),
+        }[which]
+        pm.Normal("y", mean, 1, observed=y)
+    with pytest.raises(UnsupportedModelError, match="computes across the rows"):
+        PrivateModel(m)
+
+
+def test_row_local_expressions_of_numpy_arrays_are_fine():
+    rng = np.random.default_rng(12)
+    x, X, y = rng.uniform(1, 2, size=80), rng.normal(size=(80, 3)), rng.normal(size=80)
+    with pm.Model() as m:
+        b = pm.Normal("b", shape=3)
+        design = pt.as_tensor(X) * pt.log(pt.as_tensor(x))[:, None]  # folded, row by row
+        pm.Normal("y", pt.dot(design, b), 1, observed=y)
+    PrivateModel(m).compile_gradients()
+
+
+def test_public_data_that_an_observed_value_is_computed_from_is_still_data():
+    # Found by the third review: observed=f(x) with x declared public would have left the
+    # observed rows unprobed. Declaring a pm.Data public cannot make observed values public.
+    rng = np.random.default_rng(8)
+    with pm.Model() as m:
+        xd = pm.Data("x", rng.normal(size=40))
+        pymc_dp.public_data(xd)
+        mu = pm.Normal("mu")
+        pm.Normal("y1", mu, 1, observed=rng.normal(size=40))
+        pm.Normal("y2", mu, 1, observed=xd - xd.mean())  # every row reads the mean of x
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(m)
+
+
+def test_per_person_censoring_bounds_may_be_infinite_but_not_nan():
+    rng = np.random.default_rng(9)
+    y = rng.normal(size=60)
+    censored = rng.random(60) < 0.3
+    upper = np.where(censored, 1.0, np.inf)
+
+    def build(upper):
+        with pm.Model() as m:
+            mu = pm.Normal("mu")
+            pm.Censored("y", pm.Normal.dist(mu, 1), lower=None, upper=upper,
+                        observed=np.minimum(y, upper))
+        return m
+
+    pmodel = PrivateModel(build(upper))
+    assert np.all(np.isfinite(pmodel.loglik(np.array([0.1]))))
+    pmodel.compile_gradients()
+    with pytest.raises(ValueError, match=r"non-finite values \(NaN\)") as err:
+        PrivateModel(build(np.where(censored, np.nan, np.inf)))
+    assert "nan" not in str(err.value).replace("NaN", "")
+
+
+def test_per_datum_data_read_only_by_a_deterministic_is_fine_for_gradients():
+    rng = np.random.default_rng(10)
+    with pm.Model() as m:
+        z = pm.Data("z", rng.normal(size=30))  # n rows, not in the likelihood
+        mu = pm.Normal("mu")
+        pm.Deterministic("shifted", mu + z)
+        pm.Normal("y", mu, 1, observed=rng.normal(size=30))
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients()
+    assert np.isfinite(pmodel.clipped_gradient(np.array([0.2]), 1.0)[0]).all()
 
 
 def test_a_cross_row_threshold_is_refused():

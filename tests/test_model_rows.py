@@ -114,6 +114,24 @@ def test_numpy_covariates_baked_into_the_model_are_data_and_follow_the_batch():
     np.testing.assert_allclose(pmodel.loglik_rows(q, rows), full[rows], rtol=1e-12)
 
 
+def test_a_numpy_covariate_used_twice_and_an_integer_pm_data_observation_follow_the_batch():
+    # Found by the third review: PyMC merges the two equal constants in the log-likelihood
+    # but not in the model's graph, and stores an integer pm.Data observation as Cast(y).
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=N)
+    counts = rng.poisson(np.exp(0.3 * x))
+    with pm.Model() as twice:
+        b = pm.Normal("b", shape=2)
+        pm.Normal("y", b[0] * x + b[1] * x, 1, observed=rng.normal(size=N))
+    with pm.Model() as cast:
+        b = pm.Normal("b")
+        pm.Poisson("y", pm.math.exp(b * x), observed=pm.Data("counts", counts))
+    for m, q in ((twice, np.array([0.3, -0.2])), (cast, np.array([0.2]))):
+        pmodel = PrivateModel(m)
+        rows = np.array([3, 7, 11])
+        np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows], rtol=1e-12)
+
+
 def test_bad_rows_are_refused():
     with pm.Model() as m:
         _shape_from_observed()
