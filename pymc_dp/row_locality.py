@@ -228,9 +228,11 @@ def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
     if isinstance(op, Blockwise):
         batch_ndim = node.outputs[0].ndim - len(op.outputs_sig[0])
         a = _aligned(node, rowed, axes)
-        if a >= batch_ndim:
-            _fail(node, "the datum axis is a core axis")
-        return [a] * len(node.outputs)
+        if a < batch_ndim:
+            return [a] * len(node.outputs)
+        if isinstance(op.core_op, Dot) and rowed == [ins[0]] and a == batch_ndim:
+            return [a]  # matmul, rows of the left factor: (X @ W)[i] = X[i] @ W
+        _fail(node, "the datum axis is a core axis")
 
     if isinstance(op, Dot):
         x, y = ins

@@ -36,6 +36,7 @@ ROW_LOCAL = {
         :, ::-1
     ].sum(axis=1),
     "a matrix product with a row-free factor": pt.dot(x, L).sum(axis=1),
+    "a matmul with a row-free factor": (x @ L).sum(axis=1),
     "a batched triangular solve": pt.linalg.solve_triangular(L, x, lower=True, b_ndim=1).sum(
         axis=1
     ),
@@ -60,6 +61,8 @@ NOT_ROW_LOCAL = {
     "a cumulative sum down the rows": pt.cumsum(x[:, 0]),
     "one row broadcast to all": x[:, 0] - x[0, 0],
     "the Gram matrix": pt.dot(x, x.T).sum(axis=1),
+    "the Gram matrix by matmul": (x @ x.T).sum(axis=1),
+    "a matmul that contracts the datum axis": (x.T @ pt.ones((x.shape[0], 1)))[0, 0] * x[:, 0],
     "the datum axis contracted": x[:, 0] * pt.dot(x.T, pt.ones((x.shape[0],))).sum(),
     "flattened": x.reshape((-1,))[:N],
     "sorted down the rows": pt.sort(x[:, 0]),
