@@ -144,6 +144,36 @@ def _withholding_details(what: str, fn, *args):
         ) from None
 
 
+def _cross_row_constant_expression(outputs, nodes, blockers, n: int) -> bool:
+    """Whether a constant-only expression in ``nodes`` computes across an axis of length n."""
+    constant = {
+        v for v in graph_inputs(outputs, blockers=blockers) if isinstance(v, Constant)
+    } - set(blockers)
+    for node in nodes:
+        if node.inputs and all(i in constant for i in node.inputs):
+            constant.update(node.outputs)
+    # the results of constant-only expressions, where the rest of the graph reads them
+    results = [
+        i
+        for node in nodes
+        if not all(i in constant for i in node.inputs)
+        for i in node.inputs
+        if i in constant and i.owner is not None
+    ] + [o for o in outputs if o in constant and o.owner is not None]
+    # every array with n entries along some axis is per-datum along the first such axis
+    rows = {}
+    for c in constant:
+        if isinstance(c, Constant) and n in np.shape(c.data):
+            rows[c] = np.shape(c.data).index(n)
+    if not results or not rows:
+        return False
+    try:
+        datum_axes(results, rows, n)
+    except NotRowLocal:
+        return True
+    return False
+
+
 def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
     out = values.copy()
     out[k] = ~out[k] if out.dtype == bool else out[k] + 1
@@ -358,7 +388,10 @@ class PrivateModel:
         hidden = [
             d.name
             for d in model.data_vars
-            if d not in datum_vars and not _is_public(d) and _reads(likelihood, [d])
+            if d not in datum_vars
+            # declaring a pm.Data public cannot make the observed values computed from it so
+            and (not _is_public(d) or _reads(observed_exprs, [d]))
+            and _reads(likelihood, [d])
         ]
         if hidden:
             raise UnsupportedModelError(
@@ -392,45 +425,36 @@ class PrivateModel:
 
         PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
         of n rows, a threshold on ``max(y)``) into new constants when it builds the
-        log-likelihood, so the row probe only ever sees their results. They are found here,
-        on the model's own graph of the observed variables' parameters, by the structural
-        row-locality proof (:mod:`pymc_dp.row_locality`) with every array of n rows as
-        per-datum input. Reads shapes and structure only.
+        log-densities, so the row probe only ever sees their results. They are found here,
+        on the model's own graphs of the parameters of every observed and free variable
+        (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
+        distributions), by the structural row-locality proof (:mod:`pymc_dp.row_locality`)
+        with every array that has n entries along some axis as per-datum input along it.
+        Reads shapes and structure only.
         """
         model = self.model
-        outputs = list(model.observed_RVs)
-        frees = set(model.free_RVs)
-        nodes = io_toposort(list(graph_inputs(outputs, blockers=frees)), outputs)
-        constant = {v for v in graph_inputs(outputs, blockers=frees) if isinstance(v, Constant)}
-        for node in nodes:
-            if node.inputs and all(i in constant for i in node.inputs):
-                constant.update(node.outputs)
-        # the results of constant-only expressions, where the rest of the model reads them
-        results = {
-            i
-            for node in nodes
-            if not all(i in constant for i in node.inputs)
-            for i in node.inputs
-            if i in constant and i.owner is not None
-        }
-        rows = {
-            c: 0
-            for c in constant
-            if isinstance(c, Constant) and np.ndim(c.data) > 0 and np.shape(c.data)[0] == n
-        }
-        if not results or not rows:
-            return
-        try:
-            datum_axes(list(results), rows, n)
-        except NotRowLocal:
-            raise UnsupportedModelError(
-                "The model computes across the rows of a NumPy array of n rows (e.g. "
-                "x - x.mean(), max(x), a sort or a cumulative sum). PyMC evaluates such "
-                "expressions when it builds the model, before a private step can check them, "
-                "and one person's value would then move every row's log-likelihood. Compute "
-                "them from public values, or pass the array as pm.Data (the step then checks "
-                "what the model does with it)."
-            ) from None
+        def inner_graph(op):  # a symbolic distribution: its graph is folded too
+            inner = getattr(op, "fgraph", None)
+            return [] if inner is None else [(list(inner.outputs), set(inner.inputs))]
+
+        graphs = []
+        for rv in model.observed_RVs + model.free_RVs:
+            graphs += [(list(rv.owner.inputs), set(model.free_RVs))] + inner_graph(rv.owner.op)
+        while graphs:
+            outputs, blockers = graphs.pop()
+            nodes = io_toposort(list(graph_inputs(outputs, blockers=blockers)), outputs)
+            for node in nodes:
+                graphs += inner_graph(node.op)
+            if _cross_row_constant_expression(outputs, nodes, blockers, n):
+                raise UnsupportedModelError(
+                    "The model computes across the rows of a NumPy array with n entries "
+                    "(e.g. x - x.mean(), max(x), a sort or a cumulative sum). PyMC evaluates "
+                    "such expressions when it builds the model, before a private step can "
+                    "check them, and one person's value would then move every row's "
+                    "log-likelihood. Compute them from public values, or pass the array as "
+                    "pm.Data (the step then checks what the model does with it; declare it "
+                    "with pymc_dp.public_data(...) if it is a public table)."
+                )
 
     def _check_priors_and_potentials(self):
         model = self.model

@@ -234,21 +234,42 @@ def test_a_public_table_whose_length_happens_to_be_n():
     assert labels == ["observed variable 'y'", "a NumPy array of 40 rows (0)"]  # y and region
 
 
-@pytest.mark.parametrize("which", ["centred covariate", "mean of the observed", "max threshold"])
+CROSS_ROW_NUMPY = [
+    "centred covariate",
+    "mean of the observed",
+    "max threshold",
+    "transposed covariates, centred",
+    "inside CustomDist(dist=...)",
+    "in a prior",
+]
+
+
+@pytest.mark.parametrize("which", CROSS_ROW_NUMPY)
 def test_cross_row_expressions_of_numpy_arrays_alone_are_refused(which):
-    # Found by the third review: PyMC folds these into new constants when it builds the
-    # log-likelihood, so the row probe would only see their results.
+    # Found by the third and fourth reviews: PyMC folds these into new constants when it
+    # builds the log-densities, so the row probe would only see their results.
     rng = np.random.default_rng(11)
     x, y = rng.normal(size=80), rng.normal(size=80)
+    xt, yt, xT = pt.as_tensor(x), pt.as_tensor(y), pt.as_tensor(np.stack([x, x**2]))
+
+    def centred_dist(b, size):
+        return pm.Normal.dist(b * (xt - xt.mean()), 1, size=size)
+
     with pm.Model() as m:
         b = pm.Normal("b")
-        xt, yt = pt.as_tensor(x), pt.as_tensor(y)
-        mean = {
-            "centred covariate": b * (xt - xt.mean()),
-            "mean of the observed": b + yt.mean(),
-            "max threshold": b * x + (xt > pt.max(xt) - 1e-9),
-        }[which]
-        pm.Normal("y", mean, 1, observed=y)
+        if which == "inside CustomDist(dist=...)":
+            pm.CustomDist("y", b, dist=centred_dist, observed=y)
+        elif which == "in a prior":
+            mu = pm.Normal("mu", yt.mean(), 1)  # the data's mean, without noise
+            pm.Normal("y", mu, 1, observed=y)
+        else:
+            mean = {
+                "centred covariate": b * (xt - xt.mean()),
+                "mean of the observed": b + yt.mean(),
+                "max threshold": b * x + (xt > pt.max(xt) - 1e-9),
+                "transposed covariates, centred": b * (xT[0] - xT[0].mean()),
+            }[which]
+            pm.Normal("y", mean, 1, observed=y)
     with pytest.raises(UnsupportedModelError, match="computes across the rows"):
         PrivateModel(m)
 
@@ -274,6 +295,19 @@ def test_public_data_that_an_observed_value_is_computed_from_is_still_data():
         pm.Normal("y1", mu, 1, observed=rng.normal(size=40))
         pm.Normal("y2", mu, 1, observed=xd - xd.mean())  # every row reads the mean of x
     with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(m)
+
+
+def test_public_data_of_another_length_cannot_make_observed_values_public():
+    # Found by the fourth review: observed lags of a public pm.Data with n + 1 rows.
+    rng = np.random.default_rng(14)
+    with pm.Model() as m:
+        xd = pm.Data("x", rng.normal(size=41))
+        pymc_dp.public_data(xd)
+        mu = pm.Normal("mu")
+        pm.Normal("y1", mu, 1, observed=rng.normal(size=40))
+        pm.Normal("y2", mu, 1, observed=xd[1:] - xd[:-1])
+    with pytest.raises(UnsupportedModelError, match="not on the datum axis"):
         PrivateModel(m)
 
 
