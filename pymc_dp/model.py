@@ -334,9 +334,16 @@ class PrivateModel:
             inputs.append(_DatumInput(value_var, value, f"observed variable {rv.name!r}"))
         lengths = {d.label: d.value.shape[0] for d in inputs}
         if len(set(lengths.values())) > 1:
+            # (Lengths only of arrays passed in: an observed value computed from pm.Data,
+            # xd[xd > 0] say, has a length that depends on the data.)
+            given = {
+                label: length
+                for (label, length), d in zip(lengths.items(), inputs)
+                if isinstance(d.variable, Constant | SharedVariable)
+            }
             raise UnsupportedModelError(
                 "Observed variables must share the leading (individual) axis; their leading "
-                f"lengths differ: {lengths}."
+                f"lengths differ (of the arrays passed in: {given})."
             )
         n = inputs[0].value.shape[0]
         # An observed value computed from pm.Data (``observed=f(x)``) is not an input: the
@@ -529,17 +536,29 @@ class PrivateModel:
         """Refuse models in which one person's row moves another person's ℓ_j.
 
         The privacy guarantee needs ℓ_j to depend on row j only (no standardising by a
-        column mean, no lags, cumulative sums or cross-row indexing). Probe: change row k of
-        every per-datum array (by one unit, by copying the next row, and far away), at the
-        initial point and at a public point near it, and check that no other ℓ_j moves. A
-        probe cannot prove row-locality (a model can hide a cross-row term where no probe
-        looks); it catches the ordinary ways of writing one. The outcome is a property of
-        the graph's structure (row-local operations leave other rows bit-identical), so the
-        probe reveals nothing about the values; nothing of it is returned or printed.
+        column mean, no lags, cumulative sums or cross-row indexing). Two checks:
+
+        * Structure (:mod:`pymc_dp.row_locality`): the graph of ℓ is refused if it holds an
+          operation that moves values between rows (a reduction over the datum axis, a
+          slice or shift of it, …), wherever it is and whatever parameter values would
+          switch it on. When every operation is covered, this is a proof.
+        * Probe, for what the structural rules do not cover: change row k of every
+          per-datum array (by one unit, by copying the next row, and far away), at the
+          initial point and at a public point near it, and check that no other ℓ_j moves.
+          A probe cannot prove row-locality; it catches the ordinary ways of writing one.
+
+        Both outcomes are properties of the graph's structure (row-local operations leave
+        other rows bit-identical), so they reveal nothing about the values; nothing of
+        them is returned or printed.
         """
         n = self.n_data
         if n < 2:
             return
+        try:
+            datum_axes([self._per_datum_graph], {p: 0 for p in self._placeholders}, n)
+        except NotRowLocal as err:
+            if err.mixes:
+                raise UnsupportedModelError(_ROWS_MIX) from None
         q = self.ravel(self._initial_point)
         # A second, public point: at the initial point a parameter is often 0, which hides
         # any factor that multiplies it.
@@ -573,13 +592,7 @@ class PrivateModel:
                 same = (changed == base) | (np.isnan(changed) & np.isnan(base))
                 close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
                 if not np.all((same | close)[others]):
-                    raise UnsupportedModelError(
-                        "One row of the data changes the log-likelihood of other rows "
-                        "(e.g. data standardised by its own mean or sd, lags, cumulative "
-                        "sums, or parameters estimated from the data inside the model). "
-                        "Private steps need ℓ_j to depend on row j only: preprocess "
-                        "with public constants instead."
-                    )
+                    raise UnsupportedModelError(_ROWS_MIX)
 
     def check_data_unchanged(self) -> None:
         """Refuse to sample if a ``pm.Data`` on the datum axis changed since construction."""
@@ -914,6 +927,13 @@ class PrivateModel:
                     break
         return found
 
+
+_ROWS_MIX = (
+    "One row of the data changes the log-likelihood of other rows (e.g. data standardised by "
+    "its own mean or sd, lags, cumulative sums, or parameters estimated from the data inside "
+    "the model). Private steps need ℓ_j to depend on row j only: preprocess with public "
+    "constants instead."
+)
 
 _ROWS_UNSUPPORTED = (
     "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "

@@ -47,7 +47,21 @@ __all__ = ["NotRowLocal", "datum_axes", "is_row_local"]
 
 
 class NotRowLocal(Exception):
-    """The structure of a graph does not show that its rows are independent."""
+    """The structure of a graph does not show that its rows are independent.
+
+    Attributes
+    ----------
+    mixes : bool
+        True when the failing operation is one that moves values between rows (a reduction
+        over the datum axis, a slice or shift of it, misaligned datum axes, a per-datum
+        value broadcast to every row, a product that contracts the datum axis); False when
+        the proof merely does not cover it (an op without a rule, a reshape or a core axis
+        it cannot follow).
+    """
+
+    def __init__(self, message: str, mixes: bool = True):
+        super().__init__(message)
+        self.mixes = mixes
 
 
 def is_row_local(
@@ -133,8 +147,8 @@ def _value_ancestors(outputs: Sequence[Variable], nodes) -> set[Variable]:
     return needed
 
 
-def _fail(node, why: str):
-    raise NotRowLocal(f"{node.op}: {why}")
+def _fail(node, why: str, mixes: bool = True):
+    raise NotRowLocal(f"{node.op}: {why}", mixes)
 
 
 def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
@@ -197,7 +211,9 @@ def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
     if isinstance(op, AdvancedSubtensor):
         table, *index = ins
         if table in axes or len(index) != 1 or tuple(op.idx_list) != (0,):
-            _fail(node, "advanced indexing other than a row-free table by one index")
+            # (p[arange(n), y], a Categorical's log-density, is row-local but not covered)
+            why = "advanced indexing other than a row-free table by one index"
+            _fail(node, why, mixes=False)
         if index[0].dtype == "bool":
             _fail(node, "a boolean mask (its shape would depend on the data)")
         return [axes[index[0]]]  # table[g]: position i reads g_i only
@@ -205,9 +221,9 @@ def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
     if isinstance(op, Reshape):
         x, shape = ins
         if shape in axes or axes[x] != 0 or node.outputs[0].ndim < 1:
-            _fail(node, "reshape that may move the datum axis")
+            _fail(node, "reshape that may move the datum axis", mixes=False)
         if not _first_entry_is_rows(shape, axes, n):
-            _fail(node, "reshape whose leading length is not shown to be n")
+            _fail(node, "reshape whose leading length is not shown to be n", mixes=False)
         return [0]
 
     if isinstance(op, Alloc):
@@ -232,7 +248,7 @@ def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
             return [a] * len(node.outputs)
         if isinstance(op.core_op, Dot) and rowed == [ins[0]] and a == batch_ndim:
             return [a]  # matmul, rows of the left factor: (X @ W)[i] = X[i] @ W
-        _fail(node, "the datum axis is a core axis")
+        _fail(node, "the datum axis is a core axis", mixes=False)
 
     if isinstance(op, Dot):
         x, y = ins
@@ -246,7 +262,7 @@ def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
 
     if isinstance(op, TensorFromScalar | ScalarFromTensor):
         _fail(node, "a scalar read from per-datum values")
-    _fail(node, "an operation the row-locality proof does not cover")
+    _fail(node, "an operation the row-locality proof does not cover", mixes=False)
 
 
 def _aligned(node, rowed: Sequence[Variable], axes: Mapping[Variable, int]) -> int:

@@ -344,7 +344,16 @@ def _transposed_model(n=40, seed=10):
     return m
 
 
-@pytest.mark.parametrize("build", [_cancelling_cross_row_model, _transposed_model])
+def test_a_cross_row_term_is_refused_even_when_it_cancels_in_value():
+    # The row probe sees nothing (the term is zero), the structural check sees the roll.
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(_cancelling_cross_row_model())
+
+
+@pytest.mark.parametrize(
+    "build",
+    [_transposed_model, lambda: _hidden_permutation_model(np.random.default_rng(15).normal(size=260))],
+)
 def test_models_whose_rows_are_not_provably_apart_use_forward_mode(build):
     m = build()
     pmodel = PrivateModel(m)
