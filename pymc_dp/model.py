@@ -40,6 +40,8 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+from pytensor.raise_op import CheckAndRaise
+from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import SpecifyShape  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
@@ -66,10 +68,32 @@ def _numeric_value(var: Variable) -> np.ndarray:
     return np.asarray(var.eval())
 
 
+def _data_containers(model: Model) -> list[Variable]:
+    """``pm.Data`` containers, and any other shared variable the model reads.
+
+    A ``pytensor.shared`` array that was never registered with ``pm.Data`` holds data just
+    the same; only random generators are not data.
+    """
+    graphs = model.basic_RVs + model.potentials + model.deterministics
+    not_data = set(model.data_vars) | set(model.dim_lengths.values())  # dims' lengths
+    others = [
+        a
+        for a in ancestors(graphs)
+        if isinstance(a, SharedVariable)
+        and not isinstance(a.type, RandomType)
+        and a not in not_data
+    ]
+    return list(model.data_vars) + list(dict.fromkeys(others))
+
+
+def _container_label(var: Variable) -> str:
+    return f"pm.Data {var.name!r}" if var.name else "an unnamed shared variable"
+
+
 def _data_variables(model: Model) -> list[Variable]:
-    """Every graph variable that holds data: observed values and ``pm.Data`` containers."""
+    """Every graph variable that holds data: observed values and data containers."""
     observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
-    return observed_values + [d for d in model.data_vars if d not in observed_values]
+    return observed_values + [d for d in _data_containers(model) if d not in observed_values]
 
 
 def _reads(graph_outputs: Sequence[Variable], data_vars: Sequence[Variable]) -> bool:
@@ -325,7 +349,7 @@ class PrivateModel:
                     "per individual along the leading axis of every observed variable."
                 )
             if not isinstance(value_var, Constant | SharedVariable) and not _reads(
-                [value_var], list(model.data_vars)
+                [value_var], _data_containers(model)
             ):
                 raise UnsupportedModelError(
                     f"The observed value of {rv.name!r} is an expression of constants; pass the "
@@ -351,14 +375,15 @@ class PrivateModel:
         observed_exprs = [d.variable for d in inputs]
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
-        for data_var in model.data_vars:
+        containers = _data_containers(model)
+        for data_var in containers:
             if data_var in observed_vars:
                 continue
             if _is_public(data_var) and not _reads(observed_exprs, [data_var]):
                 continue  # declared public: a constant, even if its length happens to be n
             value = _numeric_value(data_var)
             if value.ndim >= 1 and value.shape[0] == n:
-                inputs.append(_DatumInput(data_var, value, f"pm.Data {data_var.name!r}"))
+                inputs.append(_DatumInput(data_var, value, _container_label(data_var)))
         datum_vars = {d.variable for d in inputs}
         self._check_constant_expressions(n)
         # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
@@ -393,8 +418,8 @@ class PrivateModel:
                     "needs one log-density value per individual along the leading axis."
                 )
         hidden = [
-            d.name
-            for d in model.data_vars
+            _container_label(d)
+            for d in containers
             if d not in datum_vars
             # declaring a pm.Data public cannot make the observed values computed from it so
             and (not _is_public(d) or _reads(observed_exprs, [d]))
@@ -402,7 +427,7 @@ class PrivateModel:
         ]
         if hidden:
             raise UnsupportedModelError(
-                f"The likelihood reads pm.Data {hidden}, which is not on the datum axis (its "
+                f"The likelihood reads {hidden}, which is not on the datum axis (its "
                 f"leading length is not n = {n}). If it holds people's records (a per-person "
                 "table indexed by observations), one person would move several rows and the "
                 "privacy guarantee would not hold: put one row per person on the leading axis. "
@@ -511,6 +536,7 @@ class PrivateModel:
             {d.variable: p for d, p in zip(self.datum_inputs, self._placeholders)},
             strict=False,
         )[0]
+        per_datum = _without_checks_on(per_datum, self._placeholders)
         (per_datum, prior), q = join_nonshared_inputs(
             self._initial_point, [per_datum, prior_terms], self.value_vars
         )
@@ -907,6 +933,7 @@ class PrivateModel:
             row_sums = term if term.ndim == 1 else term.reshape((term.shape[0], -1)).sum(axis=1)
             per_datum = row_sums if per_datum is None else per_datum + row_sums
         (per_datum,) = _rebuild([per_datum], data_map)
+        per_datum = _without_checks_on(per_datum, placeholders)
         (per_datum,), q = join_nonshared_inputs(self._initial_point, [per_datum], self.value_vars)
         return [q, *placeholders], per_datum
 
@@ -943,6 +970,28 @@ _ROWS_UNSUPPORTED = (
     "them in pm.Data) or shapes fixed to n by something other than the data cannot follow "
     "the batch."
 )
+
+
+def _without_checks_on(graph: Variable, data: Sequence[Variable]) -> Variable:
+    """``graph`` with every parameter check whose condition reads the data taken out.
+
+    PyMC's checks (``check_parameters``: σ > 0, lower ≤ c ≤ upper, …) reduce their condition
+    over all rows, and PyMC compiles them to ``switch(all(condition), logp, -inf)``: one
+    person's value outside a parameter's domain (a negative exposure, a mode outside its
+    bounds) would set every ℓ_j to −inf, far more than that person's clipped share. Without
+    the check each row keeps its own density formula's value; a non-finite one is clipped
+    like any other row's (±inf to ±bound, NaN to 0). Checks on parameters alone (the same
+    for every row) are kept.
+    """
+    wanted = set(data)
+    memo: dict[Variable, Variable] = {}
+    for node in io_toposort(list(graph_inputs([graph])), [graph]):
+        new_inputs = [memo.get(i, i) for i in node.inputs]
+        if isinstance(node.op, CheckAndRaise) and _reads(node.inputs[1:], list(wanted)):
+            memo[node.outputs[0]] = new_inputs[0]
+        elif any(a is not b for a, b in zip(new_inputs, node.inputs)):
+            memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
+    return memo.get(graph, graph)
 
 
 def _rebuild(outputs: list[Variable], replace: dict) -> list[Variable]:

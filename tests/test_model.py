@@ -362,6 +362,46 @@ def test_cross_row_terms_the_probe_cannot_see_are_refused_by_structure(which):
         PrivateModel(m)
 
 
+def test_a_check_failed_by_one_row_does_not_touch_the_others():
+    # Found by the fifth review: PyMC compiles a parameter check to switch(all(cond), logp,
+    # -inf) over all rows, so one person's mode outside the bounds set every ℓ_j to -inf.
+    c = np.linspace(-1, 1, 40)
+    y = np.clip(c, -0.5, 0.5)
+
+    def loglik(c0):
+        cc = c.copy()
+        cc[0] = c0
+        with pm.Model() as m:
+            lower = pm.Normal("lower", -3, 1)
+            upper = pm.Normal("upper", 3, 1)
+            pm.Triangular("y", lower=lower, c=cc, upper=upper, observed=y)
+        return PrivateModel(m).loglik(np.array([-0.98, 3.0]))  # lower > c0 = -1: invalid
+
+    inside, outside = loglik(0.0), loglik(-1.0)
+    assert np.all(np.isfinite(inside))
+    np.testing.assert_array_equal(outside[1:], inside[1:])  # only row 0 may differ
+
+
+@pytest.mark.parametrize("where", ["prior", "likelihood"])
+def test_plain_shared_variables_are_data(where):
+    # Found by the fifth review: pytensor.shared arrays not registered with pm.Data.
+    import pytensor
+
+    rng = np.random.default_rng(18)
+    y = rng.normal(size=40)
+    with pm.Model() as m:
+        shared = pytensor.shared(y, name="ys")
+        if where == "prior":
+            mu = pm.Normal("mu", shared.mean(), 1)  # the data's mean, without noise
+            pm.Normal("y", mu, 1, observed=y)
+        else:
+            b = pm.Normal("b")
+            pm.Normal("y", b * (shared - shared.mean()), 1, observed=y)
+    match = "depends on data" if where == "prior" else "other rows"
+    with pytest.raises(UnsupportedModelError, match=match):
+        PrivateModel(m)
+
+
 def test_lengths_computed_from_data_are_not_printed():
     x = np.random.default_rng(17).normal(size=40)
     with pm.Model() as m:
