@@ -490,19 +490,25 @@ class PrivateModel:
 
     def _check_priors_and_potentials(self):
         model = self.model
-        data_vars = _data_variables(model)
+        observed_values = {model.rvs_to_values[rv] for rv in model.observed_RVs}
+        # Containers declared public (pymc_dp.public_data) are constants here; observed
+        # values never are.
+        data_vars = [
+            d for d in _data_variables(model) if d in observed_values or not _is_public(d)
+        ]
         for rv in model.free_RVs:
             if _reads([model.logp(vars=[rv])], data_vars):
                 raise UnsupportedModelError(
                     f"The prior of {rv.name!r} depends on data. The prior term is added without "
-                    "noise, so it must not read observed values or pm.Data."
+                    "noise, so it must not read observed values, pm.Data or shared variables "
+                    "(declare public constants with pymc_dp.public_data(...))."
                 )
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
             if _reads(graph, data_vars) or _array_constants(graph):
                 raise UnsupportedModelError(
-                    f"pm.Potential {pot.name!r} reads observed values, pm.Data or an array "
-                    "constant. Potentials are added without noise, so they must not hold data; "
+                    f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
+                    "variable or an array constant. Potentials are added without noise, so they must not hold data; "
                     "express data terms as observed variables (scalar constants are fine)."
                 )
         for rv, init in model.rvs_to_initial_values.items():

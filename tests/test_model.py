@@ -402,6 +402,28 @@ def test_plain_shared_variables_are_data(where):
         PrivateModel(m)
 
 
+def test_public_containers_may_set_priors():
+    # Found by the sixth review: public_data's own example (a prior scale) was refused.
+    import pytensor
+
+    y = np.random.default_rng(19).normal(size=30)
+    for make in (lambda: pm.Data("scale", 2.0), lambda: pytensor.shared(2.0, name="scale")):
+        with pm.Model() as m:
+            scale = make()
+            pymc_dp.public_data(scale)
+            mu = pm.Normal("mu", 0, scale)
+            pm.Normal("y", mu, 1, observed=y)
+        assert PrivateModel(m).logprior(np.array([0.0])) == pytest.approx(
+            st.norm(0, 2).logpdf(0)
+        )
+        with pm.Model() as m:
+            scale = make()  # not declared public: it may hold data
+            mu = pm.Normal("mu", 0, scale)
+            pm.Normal("y", mu, 1, observed=y)
+        with pytest.raises(UnsupportedModelError, match="depends on data"):
+            PrivateModel(m)
+
+
 def test_lengths_computed_from_data_are_not_printed():
     x = np.random.default_rng(17).normal(size=40)
     with pm.Model() as m:
