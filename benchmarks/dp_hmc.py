@@ -26,9 +26,11 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     of each model says which one DPHMC chose; ``--gradients forward`` forces forward mode.
 
     Run to completion on a quiet machine (CPU, min / median of 5 repeats): banana d = 2
-    1.19 / 0.96, banana d = 10 1.62 / 1.55, regression d = 10 0.68 / 0.68. Forward mode
-    alone misses the target at d = 10: with ``--gradients forward`` the banana at d = 10
-    gave 2.72 / 2.47 (on a less quiet machine; 2.63 / 2.40 before reverse mode existed).
+    1.05 / 0.97, banana d = 10 1.82 / 1.56, regression d = 10 0.67 / 0.66; an earlier run
+    gave 1.19 / 0.96, 1.62 / 1.55 and 0.68 / 0.68 (the min ratio moves with single fast
+    ``pm.HamiltonianMC`` repeats; the median is steadier). Forward mode alone misses the
+    target at d = 10: with ``--gradients forward`` the banana at d = 10 gave 2.72 / 2.47 (on
+    a less quiet machine; 2.63 / 2.40 before reverse mode existed).
 
     Tried for the banana at d = 10 and not kept, each slower than forward mode when
     measured with throwaway scripts (not in the repository, so no figures here): reverse
