@@ -284,30 +284,26 @@ def test_row_local_expressions_of_numpy_arrays_are_fine():
     PrivateModel(m).compile_gradients()
 
 
-def test_public_data_that_an_observed_value_is_computed_from_is_still_data():
-    # Found by the third review: observed=f(x) with x declared public would have left the
-    # observed rows unprobed. Declaring a pm.Data public cannot make observed values public.
+@pytest.mark.parametrize(
+    "length, derive, match",
+    [
+        (40, lambda xd: xd - xd.mean(), "other rows"),  # every row reads the mean of x
+        (41, lambda xd: xd[1:] - xd[:-1], "not on the datum axis"),  # lags of n + 1 values
+    ],
+)
+def test_declaring_data_public_cannot_make_observed_values_computed_from_it_public(
+    length, derive, match
+):
+    # Found by the third and fourth reviews: observed=f(x) with x declared public would
+    # have left the observed rows unprobed.
     rng = np.random.default_rng(8)
     with pm.Model() as m:
-        xd = pm.Data("x", rng.normal(size=40))
+        xd = pm.Data("x", rng.normal(size=length))
         pymc_dp.public_data(xd)
         mu = pm.Normal("mu")
         pm.Normal("y1", mu, 1, observed=rng.normal(size=40))
-        pm.Normal("y2", mu, 1, observed=xd - xd.mean())  # every row reads the mean of x
-    with pytest.raises(UnsupportedModelError, match="other rows"):
-        PrivateModel(m)
-
-
-def test_public_data_of_another_length_cannot_make_observed_values_public():
-    # Found by the fourth review: observed lags of a public pm.Data with n + 1 rows.
-    rng = np.random.default_rng(14)
-    with pm.Model() as m:
-        xd = pm.Data("x", rng.normal(size=41))
-        pymc_dp.public_data(xd)
-        mu = pm.Normal("mu")
-        pm.Normal("y1", mu, 1, observed=rng.normal(size=40))
-        pm.Normal("y2", mu, 1, observed=xd[1:] - xd[:-1])
-    with pytest.raises(UnsupportedModelError, match="not on the datum axis"):
+        pm.Normal("y2", mu, 1, observed=derive(xd))
+    with pytest.raises(UnsupportedModelError, match=match):
         PrivateModel(m)
 
 
@@ -342,24 +338,6 @@ def test_per_datum_data_read_only_by_a_deterministic_is_fine_for_gradients():
     pmodel = PrivateModel(m)
     pmodel.compile_gradients()
     assert np.isfinite(pmodel.clipped_gradient(np.array([0.2]), 1.0)[0]).all()
-
-
-@pytest.mark.parametrize("which", ["switched on far from the probe", "rows the probe never moves"])
-def test_cross_row_terms_the_probe_cannot_see_are_refused_by_structure(which):
-    # Found by the fifth review: a probe moves three rows at two points; the structural
-    # check sees every operation that moves values between rows.
-    def logp(value, b):
-        if which == "switched on far from the probe":
-            cross = pt.switch(b > 3, 10 * b * value.sum(), 0.0)
-        else:
-            cross = pt.set_subtensor(pt.zeros_like(value)[5:10], 10 * b * value[6:11])
-        return -0.5 * (value - b) ** 2 + cross
-
-    with pm.Model() as m:
-        b = pm.Normal("b")
-        pm.CustomDist("y", b, logp=logp, observed=np.random.default_rng(16).normal(size=40))
-    with pytest.raises(UnsupportedModelError, match="other rows"):
-        PrivateModel(m)
 
 
 def test_a_check_failed_by_one_row_does_not_touch_the_others():
@@ -436,17 +414,29 @@ def test_lengths_computed_from_data_are_not_printed():
     assert str(int((x > 0).sum())) not in str(err.value)
 
 
-def test_a_cross_row_threshold_is_refused():
-    # Found by an independent review: the log-likelihood of every row switches on the
-    # largest value in the data. Invisible to a one-unit bump, and to any change at μ = 0
-    # (the initial point), where the switched factor multiplies zero.
-    def logp(value, mu):
-        flag = pt.switch(pt.max(value) > 100.0, 3.0, 1.0)
-        return -0.5 * (value - flag * mu) ** 2
+CROSS_ROW_TERMS = {
+    # Found by an independent review (session 2): the log-likelihood of every row switches
+    # on the largest value in the data. Invisible to a one-unit bump, and to any change at
+    # μ = 0 (the initial point), where the switched factor multiplies zero.
+    "a threshold on the largest value": lambda value, mu: -0.5
+    * (value - pt.switch(pt.max(value) > 100.0, 3.0, 1.0) * mu) ** 2,
+    # Found by the fifth review: a probe moves three rows at two points; the structural
+    # check sees every operation that moves values between rows.
+    "switched on far from the probe": lambda value, mu: -0.5 * (value - mu) ** 2
+    + pt.switch(mu > 3, 10 * mu * value.sum(), 0.0),
+    "on rows the probe never moves": lambda value, mu: -0.5 * (value - mu) ** 2
+    + pt.set_subtensor(pt.zeros_like(value)[5:10], 10 * mu * value[6:11]),
+}
 
+
+@pytest.mark.parametrize("which", list(CROSS_ROW_TERMS))
+def test_cross_row_terms_are_refused(which):
     with pm.Model() as m:
         mu = pm.Normal("mu")
-        pm.CustomDist("y", mu, logp=logp, observed=np.random.default_rng(3).normal(size=100))
+        pm.CustomDist(
+            "y", mu, logp=CROSS_ROW_TERMS[which],
+            observed=np.random.default_rng(3).normal(size=100),
+        )
     with pytest.raises(UnsupportedModelError, match="other rows"):
         PrivateModel(m)
 
