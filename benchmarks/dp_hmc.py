@@ -75,7 +75,8 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     0.145), below it at ε = 1 and ε = 6. With 20 chains the ``thesis`` medians were
     0.454 / 0.440 / 0.260 / 0.136: a 20-chain median moves by a few hundredths. (These runs
     predate reverse-mode gradients; with one seed the two modes give the same draws to
-    about 1e-15, see ``tests/steps/test_dp_hmc.py::test_the_gradient_method_does_not_change_the_chain``.)
+    about 1e-15: ``test_the_gradient_method_does_not_change_the_chain`` in
+    ``tests/steps/test_dp_hmc.py``.)
 
 ``gauss``
     The thesis' correlated 2-d Gaussian (ρ = 0.999, n = 2·10⁵, σ0² = 100) with the thesis'

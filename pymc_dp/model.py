@@ -508,8 +508,9 @@ class PrivateModel:
             if _reads(graph, data_vars) or _array_constants(graph):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
-                    "variable or an array constant. Potentials are added without noise, so they must not hold data; "
-                    "express data terms as observed variables (scalar constants are fine)."
+                    "variable or an array constant. Potentials are added without noise, so "
+                    "they must not hold data; express data terms as observed variables "
+                    "(scalar constants are fine)."
                 )
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable) and _reads([init], data_vars):

@@ -236,7 +236,12 @@ def _intermediate_sizes(pmodel, q):
 
 @pytest.mark.parametrize(
     "which, method",
-    [("normal", "reverse"), ("regression", "forward"), ("mvnormal", "reverse"), ("banana", "reverse")],
+    [
+        ("normal", "reverse"),
+        ("regression", "forward"),
+        ("mvnormal", "reverse"),
+        ("banana", "reverse"),
+    ],
 )
 def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which, method):
     if which == "normal":
@@ -352,7 +357,10 @@ def test_a_cross_row_term_is_refused_even_when_it_cancels_in_value():
 
 @pytest.mark.parametrize(
     "build",
-    [_transposed_model, lambda: _hidden_permutation_model(np.random.default_rng(15).normal(size=260))],
+    [
+        _transposed_model,
+        lambda: _hidden_permutation_model(np.random.default_rng(15).normal(size=260)),
+    ],
 )
 def test_models_whose_rows_are_not_provably_apart_use_forward_mode(build):
     m = build()
