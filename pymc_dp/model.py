@@ -340,6 +340,7 @@ class PrivateModel:
                 "impute those rows before sampling."
             )
         inputs: list[_DatumInput] = []
+        containers = _data_containers(model)
         for rv in model.observed_RVs:
             value_var = model.rvs_to_values[rv]
             value = _numeric_value(value_var)
@@ -349,7 +350,7 @@ class PrivateModel:
                     "per individual along the leading axis of every observed variable."
                 )
             if not isinstance(value_var, Constant | SharedVariable) and not _reads(
-                [value_var], _data_containers(model)
+                [value_var], containers
             ):
                 raise UnsupportedModelError(
                     f"The observed value of {rv.name!r} is an expression of constants; pass the "
@@ -375,7 +376,6 @@ class PrivateModel:
         observed_exprs = [d.variable for d in inputs]
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
-        containers = _data_containers(model)
         for data_var in containers:
             if data_var in observed_vars:
                 continue
@@ -465,6 +465,7 @@ class PrivateModel:
         Reads shapes and structure only.
         """
         model = self.model
+
         def inner_graph(op):  # a symbolic distribution: its graph is folded too
             inner = getattr(op, "fgraph", None)
             return [] if inner is None else [(list(inner.outputs), set(inner.inputs))]
@@ -616,10 +617,6 @@ class PrivateModel:
                     changed = self._loglik_fn(point, *[probe(v, k) for v in self._data_values])
                 except Exception:  # e.g. an index out of range: try the other probes
                     continue
-                if np.any(np.isfinite(base)) and not np.any(np.isfinite(changed)):
-                    # The probe made an invalid value (e.g. a parent index past the end
-                    # of a CPT) that fails a model-wide parameter check: uninformative.
-                    continue
                 others = np.ones(n, dtype=bool)
                 others[k] = False
                 same = (changed == base) | (np.isnan(changed) & np.isnan(base))
@@ -693,7 +690,7 @@ class PrivateModel:
             raise ValueError(f"method must be 'auto', 'reverse' or 'forward', got {method!r}")
         if self._gradient_fn is not None and method in ("auto", self.gradient_method):
             return
-        fn, chosen = self._compiled_gradient_fn(method)
+        fn, chosen, may_fall_back = self._compiled_gradient_fn(method)
         if method == "reverse" and chosen != "reverse":
             raise ValueError(
                 "Reverse-mode per-datum gradients do not apply to this model: a parameter "
@@ -702,14 +699,18 @@ class PrivateModel:
                 "Jacobian is too dense. Use method='forward' (or 'auto')."
             )
         self._gradient_fn, self.gradient_method = fn, chosen
+        if may_fall_back and self._forward_gradient_fn is None:
+            # Compiled now, not in the middle of a chain (see clipped_gradient).
+            self._forward_gradient_fn, _, _ = self._compiled_gradient_fn("forward")
 
     def _compiled_gradient_fn(self, method: str):
-        """The compiled :meth:`_clipped_gradient_graph` and the method it uses."""
+        """The compiled :meth:`_clipped_gradient_graph`, the method it uses, and whether it
+        may need forward mode at some θ (reverse mode left Jacobian entries out)."""
         inputs, outputs, chosen = self._clipped_gradient_graph(method)
         # on_unused_input: as for the log-likelihood (a per-datum pm.Data it does not read)
         fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
         fn.trust_input = True
-        return fn, chosen
+        return fn, chosen, not isinstance(outputs[2], Constant)
 
     def _clipped_gradient_graph(
         self, method: str = "forward"
@@ -798,10 +799,8 @@ class PrivateModel:
         )
         if dropped != 0:
             # Reverse mode left out a Jacobian entry (zero at the public points it was
-            # chosen at) that is not zero at this θ: recompute in forward mode. Whether this
-            # happens depends on θ alone.
-            if self._forward_gradient_fn is None:
-                self._forward_gradient_fn, _ = self._compiled_gradient_fn("forward")
+            # chosen at) that is not zero at this θ: recompute in forward mode (compiled
+            # with the reverse function). Whether this happens depends on θ alone.
             clipped, prior_grad, _ = _withholding_details(
                 what, self._forward_gradient_fn, *args, *self._data_values
             )
@@ -990,28 +989,30 @@ def _without_checks_on(graph: Variable, data: Sequence[Variable]) -> Variable:
     like any other row's (±inf to ±bound, NaN to 0). Checks on parameters alone (the same
     for every row) are kept.
     """
-    wanted = set(data)
-    memo: dict[Variable, Variable] = {}
-    for node in io_toposort(list(graph_inputs([graph])), [graph]):
-        new_inputs = [memo.get(i, i) for i in node.inputs]
-        if isinstance(node.op, CheckAndRaise) and _reads(node.inputs[1:], list(wanted)):
-            memo[node.outputs[0]] = new_inputs[0]
-        elif any(a is not b for a, b in zip(new_inputs, node.inputs)):
-            memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
-    return memo.get(graph, graph)
+    data = list(data)
+
+    def reads_data(node) -> bool:
+        return isinstance(node.op, CheckAndRaise) and _reads(node.inputs[1:], data)
+
+    (out,) = _rebuild([graph], {}, passthrough=reads_data)
+    return out
 
 
-def _rebuild(outputs: list[Variable], replace: dict) -> list[Variable]:
+def _rebuild(outputs: list[Variable], replace: dict, passthrough=None) -> list[Variable]:
     """``outputs`` with ``replace`` applied, re-deriving the types of every node downstream.
 
     Unlike ``graph_replace``, a replacement may have a less specific type (a leading length
     of ``None`` instead of n): each affected node is rebuilt with ``make_node``, so its
     output types follow the new inputs, and a ``SpecifyShape`` of an affected variable drops
-    its leading length. Nodes not downstream of a replacement are kept as they are.
+    its leading length. Nodes not downstream of a replacement are kept as they are. A node
+    for which ``passthrough(node)`` holds is replaced by its first input (a check taken out).
     """
     memo = dict(replace)
     for node in io_toposort(list(graph_inputs(outputs)), outputs):
         new_inputs = [memo.get(i, i) for i in node.inputs]
+        if passthrough is not None and passthrough(node):
+            memo[node.outputs[0]] = new_inputs[0]
+            continue
         if all(a is b for a, b in zip(new_inputs, node.inputs)):
             continue
         if isinstance(node.op, SpecifyShape) and new_inputs[0].ndim > 0:

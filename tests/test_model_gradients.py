@@ -423,6 +423,14 @@ def test_a_jacobian_entry_dropped_at_the_public_points_is_recomputed_in_forward_
     pmodel = PrivateModel(m)
     pmodel.compile_gradients()
     assert pmodel.gradient_method == "reverse"
+    fallback_calls = []
+    fallback = pmodel._forward_gradient_fn  # compiled with the reverse function
+
+    def counted(*args):
+        fallback_calls.append(args[0].copy())
+        return fallback(*args)
+
+    pmodel._forward_gradient_fn = counted
     reference = PrivateModel(m)
     reference.compile_gradients("forward")
     for q in (np.array([0.3, 0.2]), np.array([0.3, 6.0])):
@@ -432,7 +440,8 @@ def test_a_jacobian_entry_dropped_at_the_public_points_is_recomputed_in_forward_
                 reference.clipped_gradient(q, bound)[0],
                 rtol=1e-10,
             )
-    assert pmodel._forward_gradient_fn is not None  # the fallback was used at θ_2 = 6
+    # the fallback ran at θ_2 = 6 only
+    assert [c[1] for c in fallback_calls] == [6.0, 6.0]
     r = y - 0.3 * 6.0 / 5.0
     expected = np.array([np.sum(r * 6.0 / 5.0), np.sum(r * 0.3 / 5.0)])
     np.testing.assert_allclose(pmodel.clipped_gradient(np.array([0.3, 6.0]), HUGE)[0], expected)
