@@ -203,10 +203,9 @@ class BudgetGuard:
                 raise LedgerIntegrityError(_old_format(self.path))
             raise self._altered("it is not a pymc_dp budget ledger")
         if doc.get("version") != _VERSION:
-            raise LedgerIntegrityError(
-                f"The privacy ledger {self.path} has format version {doc.get('version')!r}; "
-                f"this pymc_dp reads version {_VERSION} only. Use the pymc_dp that wrote it, "
-                f"or: {_NEW_STEP}"
+            raise LedgerIntegrityError(  # the file's own version is not echoed: any content
+                f"The privacy ledger {self.path} is not of format version {_VERSION}, the "
+                f"only one this pymc_dp reads. Use the pymc_dp that wrote it, or: {_NEW_STEP}"
             )
         header = doc.get("header")
         if isinstance(header, dict):
@@ -243,9 +242,8 @@ class BudgetGuard:
             on_chain = type(count) is int and 0 <= count < len(chain) and chain[count] == last
             if not on_chain:
                 raise self._altered(
-                    f"it no longer holds the {count!r} record(s) that {where} (records "
-                    "removed from its end, the list emptied, or the file replaced by an "
-                    "older copy)"
+                    f"it no longer holds the records that {where} (records removed from its "
+                    "end, the list emptied, or the file replaced by an older copy)"
                 )
         self._advance(len(records), chain[-1])
         return records, chain
@@ -256,14 +254,19 @@ class BudgetGuard:
         in_memory = [(self.epsilon, self.delta)]
         if budget is not None:
             in_memory.append(tuple(float(b) for b in budget))
+        # The file's values are shown only if they are numbers: nothing else is echoed.
+        shown = (
+            f" (ε = {recorded[0]!r}, δ = {recorded[1]!r})"
+            if all(type(v) is float for v in recorded)
+            else ""
+        )
         for held in in_memory:
             if held != recorded:
                 raise LedgerIntegrityError(
                     f"The budget held in memory (ε = {held[0]!r}, δ = {held[1]!r}) differs "
-                    f"from the budget recorded in the privacy ledger {self.path} (ε = "
-                    f"{recorded[0]!r}, δ = {recorded[1]!r}): the step's budget or the ledger "
-                    "file was changed after the step was built. A budget cannot be changed. "
-                    f"{_NEW_STEP} No data was read."
+                    f"from the budget recorded in the privacy ledger {self.path}{shown}: the "
+                    "step's budget or the ledger file was changed after the step was built. "
+                    f"A budget cannot be changed. {_NEW_STEP} No data was read."
                 )
 
     def _read_json(self, path: str):
