@@ -238,6 +238,7 @@ class PrivateStep(ArrayStepShared):
         events = self._chain_events(iterations)
         self.guard.reserve(
             events,
+            budget=(self.epsilon, self.delta),  # the ledger refuses a budget changed in memory
             run_id=self.run_id,
             tune=int(tune),
             draws=int(draws),
