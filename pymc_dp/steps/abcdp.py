@@ -100,8 +100,8 @@ class ABCDP(PrivateStep):
         T: the cap on prior draws per chain. A chain that reaches it with fewer than ``draws``
         acceptances stops testing and fills its remaining draws with one constant point: NaN
         (the smallest integer of its dtype for an integer variable, which has no NaN), marked
-        ``accepted=False`` with ``prior_draws=0`` in ``sample_stats``; it warns with the number
-        accepted. These fillers are functions of the sparse vector's output only (how many
+        ``accepted=False`` in ``sample_stats`` (``prior_draws`` counts the last tests on the
+        first filler, 0 on the others); it warns with the number accepted. These fillers are functions of the sparse vector's output only (how many
         acceptances it made), which the chain's ε covers. :func:`accepted_samples` keeps the
         accepted draws.
     batch_size : int
