@@ -65,6 +65,10 @@ _BLOCK_ELEMENTS = 1 << 21  # ~16 MB of float64 per kernel block
 # Rounding of MMD² = mean k_xx + mean k_yy − 2 mean k_xy (pairwise sums inside blocks, fsum
 # across blocks, ≤ 1 ulp per kernel value) stays far below 256·u; sqrt turns it into ≤ sqrt(256·u).
 _EXACT_MMD_SLACK = 2.0 * math.sqrt(256.0 * _U64)
+# Observation ranges: differences of values up to 1e150 square to ≤ 4e300 in float64; in
+# float32 (max 3.4e38) values up to 1e30 leave a factor 3e8 for the product with a frequency.
+_MAX_ABS_FLOAT64 = 1e150
+_MAX_ABS_FLOAT32 = 1e30
 
 
 def _check_rows(n_rows) -> int:
@@ -167,6 +171,10 @@ class Distance:
 
     #: whether :meth:`fit` still has to fix hyper-parameters from simulated data
     needs_fit: bool = False
+    #: the largest |value| of the observations the distance computes with in floating point
+    #: (float64 squares of differences stay finite); ABCDP refuses larger ones before any
+    #: budget is reserved
+    max_abs_value: float = _MAX_ABS_FLOAT64
 
     def sensitivity(self, n_rows: int) -> float:  # pragma: no cover - abstract
         """Replace-one sensitivity Δ_ρ for datasets of ``n_rows`` rows."""
@@ -349,6 +357,10 @@ class RandomFeatureMMD(Distance):
     def needs_fit(self) -> bool:  # type: ignore[override]
         return self.frequencies is None
 
+    @property
+    def max_abs_value(self) -> float:  # type: ignore[override]
+        return _MAX_ABS_FLOAT32 if self.precision == "float32" else _MAX_ABS_FLOAT64
+
     def sensitivity(self, n_rows: int) -> float:
         n = _check_rows(n_rows)
         slack = _RFF_FLOAT32_SLACK if self.precision == "float32" else 1e-12
@@ -377,13 +389,20 @@ class RandomFeatureMMD(Distance):
             )
         dtype = np.float32 if self.precision == "float32" else np.float64
         freqs_t = self.frequencies.T.astype(dtype)  # (D, d)
-        rows = rows.astype(dtype)
-        if rows.shape[1] <= 4:  # outer products beat a skinny matrix product
-            z = np.multiply.outer(freqs_t[:, 0], rows[:, 0])
-            for k in range(1, rows.shape[1]):
-                z += np.multiply.outer(freqs_t[:, k], rows[:, k])
-            return z
-        return freqs_t @ rows.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            rows = rows.astype(dtype)
+            if rows.shape[1] <= 4:  # outer products beat a skinny matrix product
+                z = np.multiply.outer(freqs_t[:, 0], rows[:, 0])
+                for k in range(1, rows.shape[1]):
+                    z += np.multiply.outer(freqs_t[:, k], rows[:, k])
+            else:
+                z = freqs_t @ rows.T
+        # A phase that overflowed counts as 0: every row keeps ‖φ(x)‖ = 1, on which the
+        # sensitivity 2/N rests, whatever its values (no data-dependent NaN or error).
+        finite = np.isfinite(z)
+        if not finite.all():
+            z[~finite] = 0.0
+        return z
 
     def features_mean(self, rows: np.ndarray) -> np.ndarray:
         """``mean_i φ(rows_i)`` as a float64 vector of length 2D (cos block, then sin block)."""

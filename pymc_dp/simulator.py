@@ -17,7 +17,14 @@ variable and it is a ``pm.Simulator``; no ``pm.Potential`` (prior draws would ig
 priors and the simulator's parameters do not read observed values or ``pm.Data``; every free
 variable is sampled by the step; one validation simulation (with a throwaway generator) has the
 observed shape. Only the observed *shape* is used for this (the number of rows N is public
-under replace-one neighbours).
+under replace-one neighbours). The simulator function is inspected too: it must be Python code
+(or a method of ``numpy.random.Generator``), and the arrays it can reach are collected.
+
+Then, still before any budget is reserved, :meth:`SimulatorModel.check_data` reads the
+observations once: they must be numeric, finite and within the distance's range, and none of
+the collected arrays may hold them (share memory with them, equal them, or have them as a
+column). ``docs/abcdp.md``, "The simulator must not read the data", states exactly what this
+covers and what it cannot.
 
 PyMC's ``Simulator`` settings ``distance``, ``sum_stat`` and ``epsilon`` belong to SMC-ABC
 (``pm.sample_smc``); ABCDP does not use them (it uses its own distance of known sensitivity).
@@ -25,9 +32,14 @@ PyMC's ``Simulator`` settings ``distance``, ``sum_stat`` and ``epsilon`` belong 
 
 from __future__ import annotations
 
+import functools
+import numbers
+import sys
+import types
 import warnings
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -43,7 +55,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
 
-__all__ = ["SimulatorModel", "simulate_summaries"]
+__all__ = ["SimulatorModel", "find_held_observations", "simulate_summaries"]
 
 
 def _data_variables(model: Model) -> list[Variable]:
@@ -85,9 +97,25 @@ class SimulatorModel:
         self.model = model
         sim_rv = self._find_simulator(model)
         self.simulator_name = sim_rv.name
+        if any(isinstance(rv.owner.op, SimulatorRV) for rv in model.free_RVs):
+            # PyMC imputes missing observations as a free variable, which a run releases.
+            raise UnsupportedModelError(
+                f"The observations of {sim_rv.name!r} contain missing values (NaN or masked "
+                "entries). PyMC imputes them as a free variable, which ABCDP would release, and "
+                "its shape would tell how many values are missing. Remove or impute those rows "
+                "before building the model."
+            )
         op = sim_rv.owner.op
         # The class attribute, not the (bound) instance attribute: the user's plain function.
         self.simulator_fn: Callable = type(op).fn
+        if not _inspectable(self.simulator_fn):
+            raise UnsupportedModelError(
+                f"The simulator of {sim_rv.name!r} is a {type(self.simulator_fn).__name__} whose "
+                "code Python cannot inspect, so ABCDP cannot check that it does not hold the "
+                "observed data. Wrap it in a Python function, e.g. "
+                "`def simulate(rng, *params, size): return fn(rng, *params, size=size)`; the "
+                "wrapper and what it refers to are inspected (docs/abcdp.md)."
+            )
         self._warn_smc_settings(type(op))
 
         value_vars = (
@@ -124,6 +152,13 @@ class SimulatorModel:
         self._observed_var = obs_var
         self.observed_shape = self._observed_shape(obs_var, sim_rv.name)
         self.n_rows = int(self.observed_shape[0])
+        # Constants the prior draws and simulations are computed from (public inputs) are
+        # checked against the data by check_data, like the arrays the simulator can reach.
+        self._constants = [
+            v for v in ancestors(params + [i for rv in model.free_RVs for i in rv.owner.inputs])
+            if isinstance(v, Constant)
+        ]
+        self._snapshot: np.ndarray | None = None
 
         self._compile_prior(params, compile_kwargs or {})
         self._check_simulation_shape()
@@ -247,26 +282,108 @@ class SimulatorModel:
         del sim
 
     # ------------------------------------------------------------------ private data
-    def observed(self) -> np.ndarray:
-        """The private observations. Only a distance's ``bind`` should call this."""
+    def _model_observed(self):
+        """The observations as the model holds them (no copy)."""
         var = self._observed_var
         if isinstance(var, Constant):
-            value = np.asarray(var.data)
-        elif isinstance(var, SharedVariable):
-            value = np.asarray(var.get_value(borrow=True))
-        else:
-            value = np.asarray(var.eval())
-        if not np.issubdtype(value.dtype, np.number) and value.dtype != bool:
-            raise UnsupportedModelError(
-                f"The observations of {self.simulator_name!r} are not numeric."
-            )
+            return var.data
+        if isinstance(var, SharedVariable):
+            return var.get_value(borrow=True)
+        return var.eval()
+
+    def check_data(self, max_abs: float) -> None:
+        """Validate the observations once, before any budget is reserved.
+
+        They must be numeric and finite with ``|value| <= max_abs`` (the range the distance
+        computes without overflow), and the simulator must not hold them (see
+        :func:`find_held_observations`). Keeps a read-only copy, which is what
+        :meth:`observed` returns. Messages say what is wrong, never a value or a count.
+        """
+        raw = self._model_observed()
+        value = np.asarray(raw)
+        name = self.simulator_name
+        if not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
+            raise UnsupportedModelError(f"The observations of {name!r} are not numeric.")
+        if np.iscomplexobj(value):
+            raise UnsupportedModelError(f"The observations of {name!r} are complex numbers.")
         if not np.all(np.isfinite(value)):
-            # Say where, never what: the values are private.
             raise ValueError(
-                f"The observations of {self.simulator_name!r} contain non-finite values (NaN or "
-                "inf); remove or impute those rows before sampling."
+                f"The observations of {name!r} contain non-finite values (NaN or inf); remove "
+                "or impute those rows before building the model."
             )
-        return value
+        if value.size and np.max(np.abs(value.astype(np.float64))) > max_abs:
+            raise ValueError(
+                f"The observations of {name!r} contain values of magnitude above {max_abs:.0e}, "
+                "more than the distance can compute with in floating point. Rescale the data "
+                "(and the simulator with it)."
+            )
+        self._refuse_held_observations(value, raw)
+        snapshot = np.array(value, copy=True)
+        snapshot.setflags(write=False)
+        self._snapshot = snapshot
+
+    def check_data_unchanged(self) -> None:
+        """Refuse a chain if the data or what the simulator holds changed since check_data.
+
+        Called by :meth:`~pymc_dp.steps.base.PrivateStep.setup_chain` before the reservation.
+        """
+        if self._snapshot is None:
+            raise RuntimeError("internal: check_data was not called")
+        raw = self._model_observed()
+        current = np.asarray(raw)
+        if current.shape != self._snapshot.shape or not np.array_equal(current, self._snapshot):
+            raise ValueError(
+                f"The observations of {self.simulator_name!r} changed after the step was built "
+                "(pm.set_data?). The step validated the old data: build a new step."
+            )
+        # The simulator's closure or globals may have changed since (it is cheap to look again).
+        self._refuse_held_observations(self._snapshot, raw)
+
+    def _refuse_held_observations(self, value: np.ndarray, raw) -> None:
+        where = find_held_observations(
+            self.simulator_fn,
+            value,
+            model_arrays=[raw],
+            extra=[("a constant of the priors or the simulator's parameters", c.data)
+                   for c in self._constants],
+        )
+        if where is not None:
+            raise UnsupportedModelError(
+                f"The simulator of {self.simulator_name!r} can reach the observed data "
+                f"(through {where}). ABCDP's simulations are public and must not read the "
+                "private observations: pass public values as the simulator's parameters or "
+                "compute them inside the function (docs/abcdp.md, 'The simulator must not read "
+                "the data')."
+            )
+
+    def observed(self) -> np.ndarray:
+        """The private observations (validated by :meth:`check_data`).
+
+        Only a distance's ``bind`` should call this.
+        """
+        if self._snapshot is None:
+            raise RuntimeError("internal: check_data must validate the observations first")
+        return self._snapshot
+
+    def missing_point(self) -> np.ndarray:
+        """The raveled point of a draw that was never made.
+
+        NaN for floating variables, the smallest integer for integer ones (which have no NaN):
+        exactly what PyMC stores and hands back for such a point.
+        """
+        point = {
+            name: np.full(shape, _missing_value(np.dtype(dtype)), dtype=dtype)
+            for name, shape, _, dtype in self.point_map_info
+        }
+        return DictToArrayBijection.map(point).data
+
+
+def _missing_value(dtype: np.dtype):
+    if np.issubdtype(dtype, np.inexact):
+        return np.nan
+    if np.issubdtype(dtype, np.integer):
+        return np.iinfo(dtype).min
+    return False
 
 
 def simulate_one(fn: Callable, params: tuple, seed: np.random.SeedSequence, shape: tuple):
@@ -274,8 +391,9 @@ def simulate_one(fn: Callable, params: tuple, seed: np.random.SeedSequence, shap
     rng = np.random.Generator(np.random.PCG64(seed))
     sim = np.asarray(fn(rng, *params, shape))
     if sim.shape != tuple(shape):
+        # The returned shape is not shown: a simulator that reads data could make it private.
         raise ValueError(
-            f"The simulator returned shape {sim.shape} for size={tuple(shape)}; ABCDP needs "
+            f"The simulator returned another shape than size={tuple(shape)}; ABCDP needs "
             "simulated datasets of exactly the observed shape (equal set sizes, Lemma 4.1)."
         )
     if not np.all(np.isfinite(sim)):
@@ -294,3 +412,370 @@ def simulate_summaries(fn, params_list, seeds, shape, distance) -> list:
         distance.summarize(simulate_one(fn, params, seed, shape))
         for params, seed in zip(params_list, seeds)
     ]
+
+
+# ---------------------------------------------------------------------- the simulator's data
+# ABCDP's simulations are public, so the simulator must not read the observations. Python lets
+# us see what a function can reach without running it: its closure, its defaults, the module
+# globals its code names, what a method is bound to, a partial's arguments, an object's state.
+# ``find_held_observations`` walks that graph (breadth first, a few references deep) and tests
+# every array it meets against the observations. Two small registries say how: what an object
+# refers to (``_referents``) and which arrays it holds itself (``_held_arrays``).
+
+#: References followed from the simulator; objects further away are not inspected.
+MAX_DEPTH = 6
+#: Objects inspected at most; a simulator that reaches more is refused (fail closed).
+MAX_OBJECTS = 20_000
+#: Packages whose code (module globals) is not searched: user data does not live there.
+_LIBRARIES = frozenset(sys.stdlib_module_names) | {
+    "numpy", "scipy", "pymc", "pytensor", "pymc_dp", "arviz", "xarray", "pandas", "polars",
+    "numba", "jax", "jaxlib", "torch", "sklearn", "statsmodels",
+}
+#: Packages of table objects, whose columns are compared (their internals are not walked).
+_TABLE_LIBRARIES = frozenset({"pandas", "xarray", "polars"})
+_LEAVES = (type(None), bool, int, float, complex, str, bytes, np.generic, types.CodeType)
+
+
+def _package(obj) -> str:
+    name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
+    return name.partition(".")[0] if isinstance(name, str) else ""
+
+
+def _is_library(obj) -> bool:
+    return _package(obj) in _LIBRARIES
+
+
+def _is_table(obj) -> bool:
+    return _package(type(obj)) in _TABLE_LIBRARIES
+
+
+# ---------------------------------------------------------------- can the simulator be inspected
+@functools.singledispatch
+def _inspectable(fn) -> bool:
+    """Whether ``fn``'s code is Python that :func:`find_held_observations` can see into."""
+    if _is_generator_method(fn):
+        # Unbound methods of numpy's Generator hold no data: called as fn(rng, *params, size),
+        # they read only the generator PyMC hands them and the parameters.
+        return True
+    call = getattr(type(fn), "__call__", None)
+    return isinstance(call, types.FunctionType) and not isinstance(fn, type)
+
+
+@_inspectable.register
+def _(fn: types.FunctionType) -> bool:
+    return True
+
+
+@_inspectable.register
+def _(fn: types.MethodType) -> bool:
+    return _inspectable(fn.__func__)
+
+
+@_inspectable.register
+def _(fn: functools.partial) -> bool:
+    return _inspectable(fn.func)
+
+
+def _is_generator_method(fn) -> bool:
+    name = getattr(fn, "__name__", None)
+    return isinstance(name, str) and vars(np.random.Generator).get(name) is fn
+
+
+# ---------------------------------------------------------------- what an object refers to
+@functools.singledispatch
+def _referents(obj) -> list[tuple[str, object]]:
+    """``(how, object)`` pairs ``obj`` refers to; by default its instance state."""
+    if _is_table(obj):
+        return []
+    out = []
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        out += [(f"attribute {k!r}", v) for k, v in state.items()]
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__") and hasattr(obj, slot):
+                out.append((f"attribute {slot!r}", getattr(obj, slot)))
+    call = getattr(type(obj), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        out.append(("__call__", call))
+    return out
+
+
+@_referents.register
+def _(fn: types.FunctionType):
+    code = fn.__code__
+    out = []
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            out.append((f"closure variable {name!r}", cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    defaults = fn.__defaults__ or ()
+    names = code.co_varnames[code.co_argcount - len(defaults) : code.co_argcount]
+    out += [(f"default of {n!r}", v) for n, v in zip(names, defaults)]
+    out += [(f"default of {n!r}", v) for n, v in (fn.__kwdefaults__ or {}).items()]
+    out += [(f"attribute {k!r}", v) for k, v in vars(fn).items()]  # e.g. __wrapped__
+    if not _is_library(fn):
+        out += _code_globals(code, fn.__globals__)
+    return out
+
+
+@_referents.register
+def _(fn: types.MethodType):
+    return [("bound self", fn.__self__), ("function", fn.__func__)]
+
+
+@_referents.register
+def _(fn: types.BuiltinFunctionType):
+    owner = getattr(fn, "__self__", None)
+    return [] if owner is None or isinstance(owner, types.ModuleType) else [("bound self", owner)]
+
+
+@_referents.register
+def _(fn: functools.partial):
+    return (
+        [("partial function", fn.func)]
+        + [(f"partial argument {i}", a) for i, a in enumerate(fn.args)]
+        + [(f"partial keyword {k!r}", v) for k, v in fn.keywords.items()]
+        + [(f"attribute {k!r}", v) for k, v in vars(fn).items()]
+    )
+
+
+@_referents.register(list)
+@_referents.register(tuple)
+@_referents.register(set)
+@_referents.register(frozenset)
+def _(items):
+    return [(f"item {i}", v) for i, v in enumerate(items)]
+
+
+@_referents.register
+def _(items: dict):
+    return [(f"item {_key(k)}", v) for k, v in items.items()]
+
+
+@_referents.register
+def _(cls: type):
+    if _is_library(cls):
+        return []
+    return [(f"class attribute {k!r}", v) for k, v in vars(cls).items() if not k.startswith("__")]
+
+
+@_referents.register
+def _(module: types.ModuleType):
+    # A module reached as a value (not named in code): all of a user module's namespace.
+    if _is_library(module):
+        return []
+    return [
+        (f"module attribute {k!r}", v) for k, v in vars(module).items() if not k.startswith("__")
+    ]
+
+
+@_referents.register(np.ndarray)
+@_referents.register(Constant)
+@_referents.register(SharedVariable)
+def _(obj):
+    return []  # arrays themselves: see _held_arrays
+
+
+@_referents.register
+def _(var: Variable):
+    # A symbolic variable (e.g. the model's observed tensor): the data its graph reads.
+    return [
+        ("graph input", a) for a in ancestors([var]) if isinstance(a, Constant | SharedVariable)
+    ]
+
+
+def _key(k) -> str:
+    # Dict keys are shown only if they look like names: a key could be a data value.
+    return repr(k) if isinstance(k, str) and k.isidentifier() and len(k) <= 40 else "(a key)"
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):  # nested functions, lambdas, comprehensions
+            names |= _code_names(const)
+    return names
+
+
+def _code_globals(code: types.CodeType, namespace: dict) -> list[tuple[str, object]]:
+    """The globals ``code`` names, and the attributes it names of user modules it uses."""
+    names = sorted(_code_names(code))
+    out, modules = [], []
+    for name in names:
+        if name in namespace:
+            value = namespace[name]
+        elif name in sys.modules:  # ``import name`` inside the function
+            value = sys.modules[name]
+        else:
+            continue
+        if isinstance(value, types.ModuleType):
+            modules.append((name, value))
+        else:
+            out.append((f"global {name!r}", value))
+    seen = set()
+    while modules:  # ``mydata.y``, ``pkg.sub.y``
+        path, module = modules.pop()
+        if id(module) in seen or _is_library(module):
+            continue
+        seen.add(id(module))
+        space = vars(module)
+        for name in names:
+            if name in space:
+                value = space[name]
+                if isinstance(value, types.ModuleType):
+                    modules.append((f"{path}.{name}", value))
+                else:
+                    out.append((f"module attribute {path}.{name}", value))
+    return out
+
+
+# ---------------------------------------------------------------- the arrays an object holds
+@functools.singledispatch
+def _held_arrays(obj) -> list:
+    """The arrays ``obj`` holds itself (not through references)."""
+    if not _is_table(obj):
+        return []
+    try:  # a table: its columns (DataFrame), variables (Dataset) or values
+        if hasattr(obj, "columns"):
+            return [np.asarray(obj[c]) for c in obj.columns]
+        if hasattr(obj, "data_vars"):
+            return [np.asarray(v) for v in obj.data_vars.values()]
+        return [np.asarray(obj)]
+    except Exception:
+        raise UnsupportedModelError(
+            f"ABCDP could not read the {type(obj).__name__} the simulator refers to, to check "
+            "that it does not hold the observed data."
+        ) from None
+
+
+@_held_arrays.register
+def _(a: np.ndarray):
+    return [a]
+
+
+@_held_arrays.register
+def _(c: Constant):
+    return [np.asarray(c.data)]
+
+
+@_held_arrays.register
+def _(s: SharedVariable):
+    return [np.asarray(s.get_value(borrow=True))]
+
+
+@_held_arrays.register(list)
+@_held_arrays.register(tuple)
+def _(items):
+    # A list of numbers (y.tolist()) or of rows is an array too.
+    if not items or not all(
+        isinstance(i, numbers.Number | list | tuple | np.ndarray) for i in items
+    ):
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [np.asarray(items)]
+    except (ValueError, TypeError):  # ragged
+        return []
+
+
+# ---------------------------------------------------------------- the test
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _column_keys(a: np.ndarray, axis: int) -> list[bytes]:
+    """The columns of ``a`` along ``axis`` (that axis first), as float64 bytes."""
+    cols = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).astype(np.float64) + 0.0  # -0 → 0
+    return [c.tobytes() for c in np.ascontiguousarray(cols.T)]
+
+
+class _Observations:
+    """Tests whether an array holds the observations."""
+
+    def __init__(self, value: np.ndarray, model_arrays: Iterable):
+        self.value = value
+        self.n = value.shape[0]
+        self.memory = [x for a in model_arrays if isinstance(a, np.ndarray) for x in (a, _root(a))]
+        self.columns = set(_column_keys(value, 0))
+
+    def held_by(self, a: np.ndarray) -> bool:
+        """Whether ``a`` (or the array it is a view of) shares memory with the observations,
+        equals them (in any shape) or has one of their columns along some axis."""
+        if a.dtype.kind not in "biuf" or a.size == 0:
+            return False
+        root = _root(a)
+        for cand in (a,) if root is a else (a, root):
+            if any(np.may_share_memory(cand, m) for m in self.memory):
+                return True
+            if cand.size == self.value.size and np.array_equal(cand.ravel(), self.value.ravel()):
+                return True
+            for axis, length in enumerate(cand.shape):
+                if length == self.n and not self.columns.isdisjoint(_column_keys(cand, axis)):
+                    return True
+        return False
+
+
+def find_held_observations(
+    fn: Callable,
+    observed: np.ndarray,
+    *,
+    model_arrays: Iterable = (),
+    extra: Iterable[tuple[str, object]] = (),
+) -> str | None:
+    """How ``fn`` can reach an array that holds ``observed``, or None if it cannot.
+
+    Walks what ``fn`` refers to (closure cells, defaults, the globals its code names,
+    recursively through nested code; bound objects, partial arguments, object state, items of
+    containers; ``MAX_DEPTH`` references deep, module globals of numpy, scipy, PyMC, PyTensor and
+    the standard library excepted) and tests each array met (numpy arrays, numeric lists, PyTensor
+    constants and shared variables, pandas/xarray/polars columns) and those of ``extra``: an array
+    holds the observations if it, or the array it is a view of, may share memory with them or
+    with ``model_arrays`` (the model's own copy), equals them, or has one of their columns.
+
+    Returns a short description of the path (names from the code, never values).
+
+    Raises
+    ------
+    UnsupportedModelError
+        If ``fn`` reaches more than ``MAX_OBJECTS`` objects.
+    """
+    obs = _Observations(np.asarray(observed), model_arrays)
+    for how, value in extra:
+        if any(obs.held_by(a) for a in _held_arrays(value)):
+            return how
+    label = getattr(fn, "__qualname__", None) or type(fn).__name__
+    queue = deque([(fn, label, 0)])
+    seen = {id(fn)}
+    alive = [fn]  # keeps temporaries alive so that their ids stay unique
+    while queue:
+        obj, path, depth = queue.popleft()
+        if any(obs.held_by(a) for a in _held_arrays(obj)):
+            return path
+        if depth >= MAX_DEPTH:
+            continue
+        try:
+            referents = _referents(obj)
+        except Exception:
+            raise UnsupportedModelError(
+                f"ABCDP could not inspect a {type(obj).__name__} the simulator refers to (through "
+                f"{path}), to check that it does not hold the observed data."
+            ) from None
+        for how, child in referents:
+            if isinstance(child, _LEAVES) or id(child) in seen:
+                continue
+            seen.add(id(child))
+            alive.append(child)
+            if len(seen) > MAX_OBJECTS:
+                raise UnsupportedModelError(
+                    f"The simulator refers to more than {MAX_OBJECTS} objects, too many to check "
+                    "that none holds the observed data. Give the simulator only what it needs "
+                    "(a function of its parameters, public constants as arguments)."
+                )
+            queue.append((child, f"{path} → {how}", depth + 1))
+    return None

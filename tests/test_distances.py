@@ -65,6 +65,36 @@ def test_random_feature_map_has_norm_one(precision):
     assert np.max(np.abs(norms - 1.0)) < (1e-6 if precision == "float32" else 1e-12)
 
 
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("value", [1e36, 1e300, -1e308])
+def test_random_features_of_overflowing_rows_keep_norm_one(precision, value):
+    # A phase ω·x that overflows counts as 0, so every row still maps to a unit vector: one
+    # huge row moves the distance by at most Δ = 2/N (before: NaN features, a distance NaN for
+    # every simulation, i.e. one row decided whether anything could be accepted).
+    rng = np.random.default_rng(6)
+    n = 30
+    rff = RandomFeatureMMD(bandwidth=1e-3, n_features=16, precision=precision).fit(
+        [rng.normal(size=n)], rng
+    )
+    x = rng.normal(size=n)
+    x2 = x.copy()
+    x2[0] = value
+    norms = np.linalg.norm(rff.feature_map(x2), axis=1)
+    assert np.all(np.abs(norms - 1.0) < 1e-6)
+    y = rng.normal(size=n)
+    rho, rho2 = _rho(rff, x, y), _rho(rff, x2, y)
+    assert math.isfinite(rho2)
+    assert abs(rho - rho2) <= rff.sensitivity(n)
+
+
+def test_distances_declare_the_range_they_compute_in():
+    assert RandomFeatureMMD().max_abs_value == 1e30
+    assert RandomFeatureMMD(precision="float64").max_abs_value == 1e150
+    assert MMD().max_abs_value == 1e150
+    assert ClippedDistance(lambda a, b: 0.0, clip=1.0, sensitivity=1.0).max_abs_value == 1e150
+
+
 # ---------------------------------------------------------------- sensitivity
 def _neighbours(rng, n, dim, spread):
     x = rng.normal(size=(n, dim))

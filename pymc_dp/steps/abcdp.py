@@ -24,6 +24,7 @@ from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.accounting.validation import check_epsilon
 from pymc_dp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
+from pymc_dp.model import _withholding_details
 from pymc_dp.simulator import SimulatorModel, simulate_one, simulate_summaries
 from pymc_dp.steps.base import PrivateStep, _finite_positive
 
@@ -97,9 +98,12 @@ class ABCDP(PrivateStep):
         and are not used.
     max_prior_draws : int
         T: the cap on prior draws per chain. A chain that reaches it with fewer than ``draws``
-        acceptances returns NaN for the missing draws (the smallest int64 for integer
-        variables, which have no NaN), marks them ``accepted=False`` in ``sample_stats`` and
-        warns with the number accepted. :func:`accepted_samples` keeps the accepted ones.
+        acceptances stops testing and fills its remaining draws with one constant point: NaN
+        (the smallest integer of its dtype for an integer variable, which has no NaN), marked
+        ``accepted=False`` in ``sample_stats`` (``prior_draws`` counts the last tests on the
+        first filler, 0 on the others); it warns with the number accepted. These fillers are functions of the sparse vector's output only (how many
+        acceptances it made), which the chain's ε covers. :func:`accepted_samples` keeps the
+        accepted draws.
     batch_size : int
         Prior draws simulated per batch ahead of the sequential test.
     executor : concurrent.futures.Executor, optional
@@ -117,6 +121,11 @@ class ABCDP(PrivateStep):
 
     Notes
     -----
+    The simulator must not read the observations: at construction ABCDP refuses a simulator
+    whose closure, defaults, module globals, bound object or partial arguments hold them, and
+    observations that are missing (NaN), infinite or beyond the distance's range
+    (``docs/abcdp.md``, "The simulator must not read the data", says exactly what is checked).
+
     Released per draw (all functions of the sparse vector's output): the accepted θ,
     ``accepted``, ``prior_draws`` (draws tested since the previous acceptance) and
     ``prior_draws_chain``. Distances, noisy values and the threshold noise are never released.
@@ -204,6 +213,9 @@ class ABCDP(PrivateStep):
         self.sensitivity = float(self.distance.sensitivity(self.simulator.n_rows))
         if not (math.isfinite(self.sensitivity) and self.sensitivity > 0):
             raise ValueError(f"the distance's sensitivity must be > 0, got {self.sensitivity!r}")
+        # The observations, read once before any budget exists: finite, in the distance's
+        # range, and out of the simulator's reach.
+        self.simulator.check_data(max_abs=self.distance.max_abs_value)
 
         super().__init__(
             vars,
@@ -316,7 +328,8 @@ class ABCDP(PrivateStep):
         sim.seed_prior(prior_seed)
 
         # The only place the private observations are read.
-        bound = distance.bind(sim.observed())
+        bound = _withholding_details("the distance to the observations", distance.bind,
+                                     sim.observed())
         threshold_rng = np.random.default_rng(threshold_seed)
         self._abc = _Chain(
             bound=bound,
@@ -352,7 +365,10 @@ class ABCDP(PrivateStep):
             ]
             summaries = [s for f in futures for s in f.result()]
         chain.q = q
-        chain.distances = chain.bound(summaries)  # private: never leaves the SVT
+        # private: never leaves the SVT (nor does an error message of the distance)
+        chain.distances = _withholding_details(
+            "the distance to the observations", chain.bound, summaries
+        )
         chain.noise = chain.noise_rng.laplace(0.0, 1.0, size=n)
         chain.pos = 0
         chain.drawn += n
@@ -409,7 +425,9 @@ class ABCDP(PrivateStep):
             "prior_draws_chain": chain.tested,
         }
         chain.tested_at_last_accept = chain.tested
-        return np.full(self.simulator.dim, np.nan), stats
+        # The same constant point for every missing draw, in the form PyMC stores and hands
+        # back (so the next iteration sees its own output): a function of nothing private.
+        return self.simulator.missing_point(), stats
 
 
 def accepted_samples(idata):

@@ -259,7 +259,8 @@ class PrivateStep(ArrayStepShared):
                 f"This chain reserved {chain.reserved} iterations and has run them all; "
                 "another iteration would spend privacy that was not reserved."
             )
-        if self._last_q is not None and not np.array_equal(q0.data, self._last_q):
+        # equal_nan: a step may return NaN for a draw it did not make (ABCDP out of draws)
+        if self._last_q is not None and not np.array_equal(q0.data, self._last_q, equal_nan=True):
             # Another step moved the chain: a non-private step (e.g. pm.Metropolis in a
             # CompoundStep under plain pm.sample) reads the data without noise.
             raise UnsupportedModelError(

@@ -1,0 +1,335 @@
+"""ABCDP's rules on the data: the simulator must not hold it; NaN, inf, huge values refused.
+
+Every refusal happens before any budget is reserved: at construction (no ledger exists yet) or
+in ``setup_chain`` before the reservation. A chain that runs out of prior draws keeps going.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import types
+import warnings
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytest
+
+import pymc_dp
+
+from pymc_dp.distances import ClippedDistance, MMD, RandomFeatureMMD
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.steps.abcdp import ABCDP
+
+N = 40
+Y = np.random.default_rng(0).normal(1.0, 1.0, size=N)
+Y_GLOBAL = Y  # read by the simulators below through a module global
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+
+
+def normal_sim(rng, mu, size):
+    return rng.normal(mu, 1.0, size=size)
+
+
+def model_of(simulator, observed=Y, *params):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Simulator("y", simulator, mu, *params, observed=observed)
+    return model
+
+
+def build(model, ledger, **kwargs):
+    with model:
+        return ABCDP(eps=1.0, threshold=0.2, chains=1, ledger_dir=ledger, **kwargs)
+
+
+def no_ledger(ledger) -> bool:
+    """Nothing was reserved: the step never got as far as creating its ledger."""
+    return not ledger.exists() or not any(ledger.iterdir())
+
+
+# ---------------------------------------------------------------- simulators that hold the data
+def _closure_over(data):
+    def simulate(rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * len(data)
+
+    return simulate
+
+
+def _global_reader(rng, mu, size):
+    return rng.normal(mu, 1.0, size=size) + 0 * Y_GLOBAL[0]
+
+
+def _nested_global_reader(rng, mu, size):
+    scale = (lambda: Y_GLOBAL.std())()  # the global is named only in a nested code object
+    return rng.normal(mu, 1.0 + 0 * scale, size=size)
+
+
+def _helper():
+    return Y_GLOBAL.std()
+
+
+def _helper_caller(rng, mu, size):
+    return rng.normal(mu, 1.0 + 0 * _helper(), size=size)
+
+
+def _default_arg(rng, mu, size, data=Y):
+    return rng.normal(mu, 1.0, size=size)
+
+
+def _keyword_default(rng, mu, size, *, data=Y[:10]):
+    return rng.normal(mu, 1.0, size=size)
+
+
+def _with_data(rng, mu, size, data=None):
+    return rng.normal(mu, 1.0, size=size)
+
+
+class _Holder:
+    def __init__(self, data):
+        self.data = data
+
+    def simulate(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size)
+
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size)
+
+
+_DATA_MODULE = types.ModuleType("abcdp_test_private_data")
+_DATA_MODULE.y = Y.copy()
+sys.modules[_DATA_MODULE.__name__] = _DATA_MODULE
+
+
+def _module_attribute_reader(rng, mu, size):
+    import abcdp_test_private_data
+
+    return rng.normal(mu, 1.0, size=size) + 0 * abcdp_test_private_data.y[0]
+
+
+HOLDING = {
+    "closure": _closure_over(Y),
+    "closure, a slice (view)": _closure_over(Y[3:17]),
+    "closure, a strided view": _closure_over(Y[::3]),
+    "closure, an equal copy": _closure_over(Y.copy()),
+    "closure, a list of the values": _closure_over(Y.tolist()),
+    "closure, a table with the data as a column": _closure_over(
+        np.column_stack([np.ones(N), Y.copy()])
+    ),
+    "closure, a DataFrame column": _closure_over(pd.DataFrame({"a": np.arange(N), "y": Y})),
+    "closure, a dict of arrays": _closure_over({"y": Y.copy()}),
+    "global": _global_reader,
+    "global named in a nested function": _nested_global_reader,
+    "global of a helper function": _helper_caller,
+    "default argument": _default_arg,
+    "keyword-only default": _keyword_default,
+    "partial keyword": functools.partial(_with_data, data=Y),
+    "partial argument": functools.partial(lambda data, rng, mu, size: rng.normal(mu, 1, size), Y),
+    "bound method": _Holder(Y.copy()).simulate,
+    "callable object": _Holder({"y": Y}),
+    "attribute of an imported module": _module_attribute_reader,
+}
+
+
+@pytest.mark.parametrize("simulator", HOLDING.values(), ids=HOLDING.keys())
+def test_a_simulator_that_holds_the_data_is_refused_before_any_budget(simulator, tmp_path):
+    ledger = tmp_path / "ledger"
+    with pytest.raises(UnsupportedModelError, match="can reach the observed data") as err:
+        build(model_of(simulator), ledger)
+    assert no_ledger(ledger)
+    assert str(Y[0])[:6] not in str(err.value)
+
+
+def test_a_public_constant_equal_to_the_data_is_refused(tmp_path):
+    ledger = tmp_path / "ledger"
+
+    def shifted(rng, mu, offset, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * offset
+
+    with pytest.raises(UnsupportedModelError, match="constant of the priors"):
+        build(model_of(shifted, Y, Y.copy()), ledger)
+    assert no_ledger(ledger)
+
+
+def test_the_data_check_is_repeated_before_each_chain(tmp_path):
+    # The closure is filled after the step was built: setup_chain looks again, before reserving.
+    box = []
+
+    def simulate(rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * len(box)
+
+    model = model_of(simulate)
+    step = build(model, tmp_path / "ledger")
+    box.append(Y.copy())
+    with pytest.raises(UnsupportedModelError, match="can reach the observed data"):
+        step.setup_chain(np.random.default_rng(0), 0, 2)
+    assert step.guard.reservations() == []
+
+
+def _public_covariate_sim(rng, mu, size, scale=np.linspace(0.5, 1.5, 7)):
+    return rng.normal(mu, scale.mean(), size=size)
+
+
+ORDINARY = {
+    "module function": normal_sim,
+    "lambda": lambda rng, mu, size: rng.normal(mu, 1.0, size),
+    "public default array": _public_covariate_sim,
+    "partial with public keyword": functools.partial(_with_data, data=np.zeros(3)),
+    "method of an object without data": _Holder(None).simulate,
+}
+
+
+@pytest.mark.parametrize("simulator", ORDINARY.values(), ids=ORDINARY.keys())
+def test_an_ordinary_simulator_is_accepted_and_runs(simulator, tmp_path):
+    model = model_of(simulator)
+    step = build(model, tmp_path / "ledger")
+    with model:
+        idata = pymc_dp.sample(step=step, draws=1, chains=1, random_seed=1, progressbar=False)
+    assert idata.posterior["mu"].shape == (1, 1)
+
+
+def test_a_generator_method_is_accepted_other_c_functions_must_be_wrapped(tmp_path):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        # called as Generator.normal(rng, mu, 1.0, size): reads nothing but its arguments
+        pm.Simulator("y", np.random.Generator.normal, mu, 1.0, observed=Y)
+    build(model, tmp_path / "a")
+    ledger = tmp_path / "b"
+    with pytest.raises(UnsupportedModelError, match="cannot inspect.*Wrap it"):
+        build(model_of(np.random.normal), ledger)  # a method of numpy's global RandomState
+    assert no_ledger(ledger)
+
+
+# ---------------------------------------------------------------- missing, infinite, huge values
+def test_missing_values_are_refused_not_imputed(tmp_path):
+    y = Y.copy()
+    y[[2, 5]] = np.nan
+    ledger = tmp_path / "ledger"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pm.ImputationWarning)
+        model = model_of(normal_sim, y)
+    with pytest.raises(UnsupportedModelError, match="missing values") as err:
+        build(model, ledger)
+    assert no_ledger(ledger)
+    assert "2" not in str(err.value)  # not how many
+
+
+@pytest.mark.parametrize(
+    "bad,container",
+    [(np.nan, "array")]  # pm.Data itself refuses NaN; set_data is tested below
+    + [(v, c) for v in (np.inf, -np.inf, 1e308, -1e200) for c in ("array", "pm.Data")],
+)
+def test_non_finite_or_huge_observations_fail_before_any_budget(bad, container, tmp_path):
+    y = Y.copy()
+    y[7] = bad
+    ledger = tmp_path / "ledger"
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        obs = pm.Data("y_data", y) if container == "pm.Data" else y
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pm.ImputationWarning)
+            pm.Simulator("y", normal_sim, mu, observed=obs)
+    with pytest.raises(ValueError) as err:  # UnsupportedModelError is a ValueError
+        build(model, ledger)
+    assert no_ledger(ledger)
+    message = str(err.value)
+    assert "308" not in message and "200" not in message  # no value, not even rounded
+    assert not any(str(v)[:6] in message for v in Y)
+
+
+@pytest.mark.parametrize(
+    "distance,limit",
+    [(RandomFeatureMMD(bandwidth=1.0), 1e30), (MMD(bandwidth=1.0), 1e150),
+     (RandomFeatureMMD(bandwidth=1.0, precision="float64"), 1e150)],
+)
+def test_the_range_is_the_distances(distance, limit, tmp_path):
+    y = Y.copy()
+    y[0] = limit / 2
+    build(model_of(normal_sim, y), tmp_path / "a", distance=distance)
+    y[0] = -limit * 2
+    with pytest.raises(ValueError, match="magnitude above"):
+        build(model_of(normal_sim, y), tmp_path / "b", distance=distance)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 2.0])
+def test_data_changed_after_construction_is_refused_before_the_reservation(bad, tmp_path):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        data = pm.Data("y_data", Y)
+        pm.Simulator("y", normal_sim, mu, observed=data)
+    step = build(model, tmp_path / "ledger")
+    y = Y.copy()
+    y[3] = bad
+    with model:
+        pm.set_data({"y_data": y})
+    with pytest.raises(ValueError, match="changed after the step was built"):
+        step.setup_chain(np.random.default_rng(0), 0, 2)
+    assert step.guard.reservations() == []
+
+
+def test_a_failing_distance_does_not_show_its_message(tmp_path):
+    def leaky(obs, sim):
+        raise ValueError(f"first observation {obs[0]!r}")
+
+    model = model_of(normal_sim)
+    step = build(model, tmp_path / "ledger",
+                 distance=ClippedDistance(leaky, clip=1.0, sensitivity=0.1))
+    with model, pytest.raises(RuntimeError, match="withheld") as err:
+        pymc_dp.sample(step=step, draws=1, chains=1, random_seed=1, progressbar=False)
+    assert repr(Y[0]) not in str(err.value)
+
+
+# ---------------------------------------------------------------- running out of prior draws
+def _exhausting_step(model, ledger, max_prior_draws):
+    with model:
+        return ABCDP(eps=1.0, threshold=1e-9, chains=1, max_prior_draws=max_prior_draws,
+                     batch_size=4, ledger_dir=ledger)
+
+
+def _check_filled(idata, draws, max_prior_draws):
+    accepted = idata.sample_stats["accepted"].values.ravel()
+    n_acc = int(accepted.sum())
+    assert n_acc <= max_prior_draws < draws - 1  # at least two draws to fill
+    assert list(accepted) == [True] * n_acc + [False] * (draws - n_acc)
+    mu = idata.posterior["mu"].values.ravel()
+    assert np.all(np.isfinite(mu[:n_acc])) and np.all(np.isnan(mu[n_acc:]))
+    # the filler draws test no prior draw; the chain's count stays at the cap
+    assert np.all(idata.sample_stats["prior_draws"].values.ravel()[n_acc + 1 :] == 0)
+    assert idata.sample_stats["prior_draws_chain"].values.ravel()[-1] == max_prior_draws
+    return n_acc
+
+
+@pytest.mark.parametrize("sampler", ["pymc_dp.sample", "pm.sample"])
+def test_a_chain_out_of_prior_draws_fills_every_remaining_draw(sampler, tmp_path):
+    # Before: the second filler draw raised "Another step changed the variables".
+    model = model_of(normal_sim)
+    step = _exhausting_step(model, tmp_path / "ledger", max_prior_draws=2)
+    sample = pymc_dp.sample if sampler == "pymc_dp.sample" else functools.partial(
+        pm.sample, compute_convergence_checks=False
+    )
+    with model, pytest.warns(RuntimeWarning, match="of 5 samples accepted"):
+        idata = sample(step=step, draws=5, chains=1, random_seed=1, progressbar=False)
+    _check_filled(idata, 5, 2)
+    assert len(step.guard.reservations()) == 1  # the one chain, reserved once
+
+
+def test_out_of_draws_with_integer_and_float_variables(tmp_path):
+    def shifted(rng, mu, k, size):
+        return rng.normal(mu + k, 1.0, size=size)
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        k = pm.Poisson("k", 2.0)
+        pm.Simulator("y", shifted, mu, k, observed=Y)
+    step = _exhausting_step(model, tmp_path / "ledger", max_prior_draws=1)
+    with model, pytest.warns(RuntimeWarning, match="of 4 samples accepted"):
+        idata = pymc_dp.sample(step=step, draws=4, chains=1, random_seed=1, progressbar=False)
+    n_acc = _check_filled(idata, 4, 1)
+    # an integer variable has no NaN: its fillers are the smallest int64
+    assert np.all(idata.posterior["k"].values.ravel()[n_acc:] == np.iinfo(np.int64).min)
