@@ -21,6 +21,8 @@ Conventions
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass
 
 from pymc_dp.accounting.gaussian import gaussian_mu
@@ -67,6 +69,17 @@ def _check_positive(event: Event, field: str) -> None:
     object.__setattr__(event, field, value)
 
 
+def _check_noise_multiplier(event: Event) -> None:
+    """A finite number > 0 whose release cost μ = 1/(2 z²) is a finite float too."""
+    _check_positive(event, "noise_multiplier")
+    if not math.isfinite(gaussian_mu(event.noise_multiplier)):
+        raise ValueError(
+            f"{type(event).__name__}.noise_multiplier = {event.noise_multiplier:.3g} is too small "
+            "to be accounted: one release would cost μ = 1/(2 z²) beyond the floats, i.e. no "
+            "privacy at all. Use more noise."
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class GaussianEvent(Event):
     """``count`` releases of ``f(X) + N(0, (z·Δ)²)``; each costs μ = 1/(2 z²)."""
@@ -78,7 +91,7 @@ class GaussianEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(self, "noise_multiplier")
+        _check_noise_multiplier(self)
 
     @property
     def mu(self) -> float:
@@ -103,7 +116,7 @@ class SubsampledGaussianEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(self, "noise_multiplier")
+        _check_noise_multiplier(self)
         check_fraction(self.sampling_rate, "sampling_rate", include_one=True)
         if self.sampling not in ("poisson", "without_replacement"):
             raise ValueError(
