@@ -26,8 +26,6 @@ same run on the next batch; it is private state and must stay inside the step.
 
 from __future__ import annotations
 
-import math
-
 from dataclasses import dataclass
 
 import numpy as np
