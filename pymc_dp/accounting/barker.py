@@ -39,7 +39,6 @@ replace-one) is refused.
 from __future__ import annotations
 
 import math
-import numbers
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ import numpy as np
 from pymc_dp.accounting.dp_accounting_bridge import UnsupportedEventError, make_rdp_accountant
 from pymc_dp.accounting.events import REPLACE_ONE, Event, register_event_type
 from pymc_dp.accounting.subsampling import rdp_to_delta, rdp_to_epsilon, wbk_subsampled_rdp
-from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int
 
 __all__ = [
     "BARKER_NOISE_VARIANCE",
@@ -73,10 +72,7 @@ MAX_ORDER = 512
 
 
 def _check_batch(n_data, batch_size) -> tuple[int, int]:
-    for name, v in (("n_data", n_data), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise ValueError(f"{name} must be an int, got {v!r}")
-    n_data, batch_size = int(n_data), int(batch_size)
+    n_data, batch_size = check_int(n_data, "n_data"), check_int(batch_size, "batch_size")
     if batch_size < MIN_BARKER_BATCH:
         raise ValueError(
             f"DP Barker's accountant (thesis Theorem 7) needs an integer order 2 < α < b/5, "

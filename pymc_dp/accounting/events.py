@@ -25,6 +25,9 @@ import math
 
 from dataclasses import asdict, dataclass
 
+from pymc_dp.accounting.gaussian import gaussian_mu
+from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
+
 __all__ = [
     "Event",
     "GaussianEvent",
@@ -49,8 +52,8 @@ class Event:
     kind = "event"
 
     def __post_init__(self):
-        if not isinstance(self.count, int) or self.count < 0:
-            raise ValueError(f"{type(self).__name__}.count must be an int >= 0, got {self.count!r}")
+        # Stored as plain Python numbers: events are written to the JSON ledger.
+        object.__setattr__(self, "count", check_int(self.count, f"{type(self).__name__}.count", minimum=0))
         if self.neighbouring not in (REPLACE_ONE, ADD_REMOVE):
             raise ValueError(
                 f"neighbouring must be {REPLACE_ONE!r} or {ADD_REMOVE!r}, got {self.neighbouring!r}"
@@ -61,9 +64,20 @@ class Event:
         return {"kind": self.kind, **asdict(self)}
 
 
-def _check_positive(owner: str, field: str, value: float) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{owner}.{field} must be a finite number > 0, got {value!r}")
+def _check_positive(event: Event, field: str) -> None:
+    value = check_positive(getattr(event, field), f"{type(event).__name__}.{field}")
+    object.__setattr__(event, field, value)
+
+
+def _check_noise_multiplier(event: Event) -> None:
+    """A finite number > 0 whose release cost μ = 1/(2 z²) is a finite float too."""
+    _check_positive(event, "noise_multiplier")
+    if not math.isfinite(gaussian_mu(event.noise_multiplier)):
+        raise ValueError(
+            f"{type(event).__name__}.noise_multiplier = {event.noise_multiplier:.3g} is too small "
+            "to be accounted: one release would cost μ = 1/(2 z²) beyond the floats, i.e. no "
+            "privacy at all. Use more noise."
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,12 +91,12 @@ class GaussianEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(type(self).__name__, "noise_multiplier", self.noise_multiplier)
+        _check_noise_multiplier(self)
 
     @property
     def mu(self) -> float:
         """Summed μ = count / (2 z²) of these releases (a Gaussian PLD N(μ, 2μ))."""
-        return self.count / (2.0 * self.noise_multiplier**2)
+        return gaussian_mu(self.noise_multiplier, self.count)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,9 +116,8 @@ class SubsampledGaussianEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(type(self).__name__, "noise_multiplier", self.noise_multiplier)
-        if not 0 < self.sampling_rate <= 1:
-            raise ValueError(f"sampling_rate must be in (0, 1], got {self.sampling_rate!r}")
+        _check_noise_multiplier(self)
+        check_fraction(self.sampling_rate, "sampling_rate", include_one=True)
         if self.sampling not in ("poisson", "without_replacement"):
             raise ValueError(
                 f"sampling must be 'poisson' or 'without_replacement', got {self.sampling!r}"
@@ -122,7 +135,7 @@ class LaplaceEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(type(self).__name__, "epsilon", self.epsilon)
+        _check_positive(self, "epsilon")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +149,7 @@ class PureDPEvent(Event):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_positive(type(self).__name__, "epsilon", self.epsilon)
+        _check_positive(self, "epsilon")
 
 
 _EVENT_TYPES = {

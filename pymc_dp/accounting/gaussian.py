@@ -14,7 +14,9 @@ Dong, Roth & Su). This module evaluates that curve stably and inverts it:
 * :func:`gaussian_epsilon` – the smallest ε with δ(ε) ≤ δ;
 * :func:`max_gaussian_mu` – the largest summed μ a budget (ε, δ) allows;
 * :func:`max_iterations` – the thesis' Algorithm 2 (iterations a budget allows);
-* :func:`noise_multiplier_for` – calibrate z for a number of releases;
+* :func:`noise_multiplier_for` – calibrate z for a number of releases (through
+  :func:`noise_multiplier_for_mu`, z for a μ budget);
+* :func:`gaussian_mu` – the μ of releases at a noise multiplier, without overflow;
 * :func:`zcdp_epsilon` – the looser zCDP conversion, kept for comparison only.
 
 Rounding policy: every inverse is rounded to the side that never under-reports the privacy
@@ -33,14 +35,22 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import erfcx, log_ndtr, ndtr
 
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_releases
+from pymc_dp.accounting.validation import (
+    check_delta,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_releases,
+)
 
 __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
+    "gaussian_mu",
     "max_gaussian_mu",
     "max_iterations",
     "noise_multiplier_for",
+    "noise_multiplier_for_mu",
     "zcdp_epsilon",
 ]
 
@@ -49,9 +59,33 @@ _SQRT2 = math.sqrt(2.0)
 # of max_gaussian_mu is the larger one so that gaussian_epsilon(max_gaussian_mu(ε, δ), δ) ≤ ε.
 _MARGIN_EPSILON = 1e-10
 _MARGIN_MU = 1e-9
+# The smallest μ budget returned (far below what check_epsilon's floor on ε allows): a
+# calibrated z = √(k / (2μ)) must stay well inside the floats.
+_MU_MIN = 1e-200
 # Above this value of a = −ε/s + s/2 the direct formula is used (δ is then close to 1 and
 # erfcx(−a/√2) would overflow for large a).
 _A_SWITCH = 5.0
+
+
+def gaussian_mu(noise_multiplier, count=1) -> float:
+    """μ = count / (2 z²) of ``count`` Gaussian releases at noise multiplier ``z``.
+
+    Computed without Python's ``OverflowError``: a multiplier so small that μ exceeds the
+    floats gives ``inf`` (no budget pays for it), one so large that μ underflows gives 0
+    (its ε is then 0 for any δ a float can hold).
+
+    Examples
+    --------
+    >>> gaussian_mu(2.0, 4)
+    0.5
+    >>> gaussian_mu(1e-200)
+    inf
+    """
+    z = check_positive(noise_multiplier, "noise_multiplier")
+    count = check_int(count, "count", minimum=0)
+    # z * z, never z**2: a float power overflows with an exception, a product with inf.
+    square = z * z
+    return count / (2.0 * square) if square > 0 else math.inf
 
 
 def _check_mu(mu, name: str = "mu") -> float:
@@ -250,7 +284,8 @@ def max_gaussian_mu(eps, delta) -> float:
     Raises
     ------
     ValueError
-        If ``eps`` or ``delta`` is invalid.
+        If ``eps`` or ``delta`` is invalid, or ε is so large that the μ budget overflows a
+        float.
 
     Examples
     --------
@@ -267,15 +302,24 @@ def max_gaussian_mu(eps, delta) -> float:
     def excess(m: float) -> float:
         return float(_log_delta(eps, m)) - target
 
-    log_inv = math.log(1.0 / delta)
-    lo = (math.sqrt(eps + log_inv) - math.sqrt(log_inv)) ** 2  # the zCDP ρ: δ(ε, ρ) ≤ δ
-    while lo > 0.0 and excess(lo) > 0.0:
+    log_inv = -math.log(delta)
+    # The zCDP ρ, δ(ε, ρ) ≤ δ, as (√(ε + L) − √L)² written without the cancellation.
+    lo = (eps / (math.sqrt(eps + log_inv) + math.sqrt(log_inv))) ** 2
+    while lo >= _MU_MIN and excess(lo) > 0.0:
         lo /= 2.0
-    if lo == 0.0:  # pragma: no cover - δ(ε, μ) → 0 as μ → 0, so this cannot happen
-        return 0.0
+    if lo < _MU_MIN:  # not reached with check_epsilon's floor; kept so it never returns 0
+        raise ValueError(
+            f"The budget ε = {eps:.4g} (δ = {delta:.3g}) is too small to be accounted in "
+            f"double precision: the μ it allows is below {_MU_MIN:.3g}. Use a larger ε."
+        )
     hi = 2.0 * lo
     while excess(hi) <= 0.0:
         hi *= 2.0
+        if not math.isfinite(hi):
+            raise ValueError(
+                f"The budget ε = {eps:.4g} (δ = {delta:.3g}) is too large to be accounted in "
+                "double precision: the μ it allows overflows a float. Use a smaller ε."
+            )
     mu = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
     step = abs(mu) * 1e-15
     while excess(mu) > 0.0:  # round down onto the safe side
@@ -323,9 +367,7 @@ def max_iterations(eps, delta, mu_per_iteration, *, mu_initial=0.0) -> int:
     56
     """
     mu_budget = max_gaussian_mu(eps, delta)
-    per = float(mu_per_iteration) if isinstance(mu_per_iteration, numbers.Real) else math.nan
-    if isinstance(mu_per_iteration, bool) or not (per > 0 and math.isfinite(per)):
-        raise ValueError(f"mu_per_iteration must be a finite number > 0, got {mu_per_iteration!r}")
+    per = check_positive(mu_per_iteration, "mu_per_iteration")
     initial = _check_mu(mu_initial, "mu_initial")
     if initial > mu_budget:
         raise ValueError(
@@ -374,8 +416,35 @@ def noise_multiplier_for(eps, delta, releases) -> float:
     True
     """
     releases = check_releases(releases)
-    mu_budget = max_gaussian_mu(eps, delta)
+    return noise_multiplier_for_mu(releases, max_gaussian_mu(eps, delta))
+
+
+def noise_multiplier_for_mu(releases, mu_budget) -> float:
+    """The smallest z with ``releases / (2 z²) ≤ mu_budget`` (rounded up, never down).
+
+    The calibration every Gaussian step and release shares: ``z = √(releases / (2 μ))``.
+
+    Raises
+    ------
+    ValueError
+        If ``releases`` is not an integer ≥ 1, ``mu_budget`` not a finite number > 0, or
+        the multiplier does not fit in a float (a budget far too small for this many
+        releases).
+
+    Examples
+    --------
+    >>> noise_multiplier_for_mu(100, 50.0)
+    1.0
+    """
+    releases = check_releases(releases)
+    mu_budget = check_positive(mu_budget, "mu_budget")
     z = math.sqrt(releases / (2.0 * mu_budget))
-    while releases / (2.0 * z * z) > mu_budget:
+    if not (math.isfinite(z) and z > 0):
+        raise ValueError(
+            f"{releases} Gaussian releases cannot fit in a μ budget of {mu_budget:.3g}: the "
+            "noise multiplier they need does not fit in a float. Use a larger budget or fewer "
+            "releases."
+        )
+    while gaussian_mu(z, releases) > mu_budget:
         z = math.nextafter(z, math.inf)
     return float(z)

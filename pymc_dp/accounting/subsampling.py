@@ -37,7 +37,7 @@ import numpy as np
 
 from scipy.special import gammaln, logsumexp
 
-from pymc_dp.accounting.validation import check_delta
+from pymc_dp.accounting.validation import check_delta, check_fraction, check_int, check_positive
 
 __all__ = [
     "CALIBRATION_ORDERS",
@@ -50,16 +50,13 @@ __all__ = [
 
 
 def _check_order(alpha) -> int:
-    if isinstance(alpha, bool) or not float(alpha).is_integer() or alpha < 2:
-        raise ValueError(f"the RDP order must be an integer >= 2, got {alpha!r}")
-    return int(alpha)
+    if isinstance(alpha, float) and alpha.is_integer():
+        alpha = int(alpha)
+    return check_int(alpha, "the RDP order", minimum=2)
 
 
 def _check_rate(q) -> float:
-    q = float(q)
-    if not 0 < q <= 1:
-        raise ValueError(f"the sampling rate must be in (0, 1], got {q!r}")
-    return q
+    return check_fraction(q, "the sampling rate", include_one=True)
 
 
 def wbk_subsampled_rdp(alpha: int, q: float, base_rdp: Callable[[int], float]) -> float:
@@ -113,10 +110,8 @@ def thesis_subsampled_gaussian_rdp(alpha: int, q: float, noise_multiplier: float
     >>> 0 < rdp < 8 / (2 * 2.0**2)   # amplified: far below the unsampled α/(2z²)
     True
     """
-    z2 = float(noise_multiplier) ** 2
-    if not z2 > 0:
-        raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
-    return wbk_subsampled_rdp(alpha, q, lambda j: j / (2.0 * z2))
+    z = check_positive(noise_multiplier, "noise_multiplier")
+    return wbk_subsampled_rdp(alpha, q, lambda j: j / 2.0 / z / z)
 
 
 def rdp_to_epsilon(orders: Sequence[int], rdp: Sequence[float], delta: float) -> float:
@@ -144,7 +139,7 @@ def rdp_to_delta(orders: Sequence[int], rdp: Sequence[float], epsilon: float) ->
     True
     """
     epsilon = float(epsilon)
-    if not (epsilon >= 0 and math.isfinite(epsilon)):
+    if not (epsilon >= 0 and math.isfinite(epsilon)):  # ε = 0 is a question here, not a budget
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     orders = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)

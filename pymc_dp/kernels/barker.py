@@ -41,6 +41,7 @@ from scipy import optimize, special
 from pymc_dp.accounting.barker import BARKER_NOISE_VARIANCE
 from pymc_dp.kernels.clipping import clipped_scalars
 from pymc_dp.kernels.minibatch_penalty import batch_estimate, draw_batch
+from pymc_dp.kernels.penalty import _finite_or_reject
 
 __all__ = [
     "BarkerInfo",
@@ -196,18 +197,23 @@ def barker_transition(
 
     Returns the new point, its log prior and the public info of the iteration.
     """
+    if not np.all(np.isfinite(q_proposed)):  # public: rejected before the batch is read
+        return q, logprior_q, BarkerInfo(False, -math.inf, 0.0)
     n0 = n_data * tempering
     rows = draw_batch(rng, n_data, batch_size)
-    ratios = clipped_scalars(
-        loglik_rows(q_proposed, rows) - loglik_rows(q, rows), math.sqrt(batch_size) / n0
-    )
+    with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: clipped to 0
+        ratios = clipped_scalars(
+            loglik_rows(q_proposed, rows) - loglik_rows(q, rows), math.sqrt(batch_size) / n0
+        )
     estimate, variance = batch_estimate(ratios, n0 / batch_size)  # variance ≤ 1 by the clip
     noise_sd = math.sqrt(max(BARKER_NOISE_VARIANCE - variance, 0.0))
     release = estimate + noise_sd * rng.standard_normal()  # the release
     logprior_proposed = logprior_fn(q_proposed)
-    statistic = release + (logprior_proposed - logprior_q)
+    # NaN or ±inf (an overflowed log prior) is a rejection, with acceptance probability 0.
+    statistic = _finite_or_reject(release + (logprior_proposed - logprior_q))
     accepted = bool(statistic + vcorr.sample(rng) > 0)
-    info = BarkerInfo(accepted, float(statistic), float(1.0 - vcorr.cdf(-statistic)))
+    accept_prob = float(1.0 - vcorr.cdf(-statistic)) if math.isfinite(statistic) else 0.0
+    info = BarkerInfo(accepted, statistic, accept_prob)
     if accepted:
         return q_proposed, logprior_proposed, info
     return q, logprior_q, info

@@ -11,6 +11,12 @@ matrix ``M = diag(1 / inv_mass)``, one iteration from θ with its cached noisy g
 3. ``ΔH = R̂ + log prior ratio + ½p0ᵀM⁻¹p0 − ½p_LᵀM⁻¹p_L``; accept if ``ln u < ΔH − ½σ_l²``;
 4. on accept the last noisy gradient becomes the cached one; on reject the old one stays.
 
+A trajectory that leaves the finite numbers, or is so long that the ratio's noise σ_l, its
+penalty ½σ_l² or the kinetic energy overflows, is a divergent proposal: rejected (flagged
+``diverging``) from released values alone, before the data is read; an acceptance that is
+NaN or infinite for any other reason is a divergent rejection too (see
+:mod:`pymc_dp.kernels.penalty`, "Huge moves are rejections, never errors").
+
 The noisy gradient of the log posterior (:func:`noisy_gradient`) is
 ``G(θ) = Σ_j clip_{b_g}(∇ℓ_j(θ)) + ∇ log prior(θ) + N(0, σ_g² I)`` with ``σ_g = 2 b_g z_g``:
 the clipped sum has ℓ2 sensitivity ``2 b_g`` under replace-one, so each release costs
@@ -41,7 +47,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.kernels.penalty import noisy_clipped_ratio
+from pymc_dp.kernels.penalty import (
+    _finite_or_reject,
+    noisy_clipped_ratio,
+    public_move_is_finite,
+    ratio_noise_sd,
+)
 
 __all__ = [
     "HMCInfo",
@@ -111,13 +122,14 @@ def leapfrog(
     Returns ``(q_L, p_L, grad_L, ok)``.
     """
     half = 0.5 * step_size
-    for _ in range(n_steps):
-        p = p + half * grad
-        q = q + step_size * inv_mass * p
-        if not np.all(np.isfinite(q)):
-            return q, p, grad, False
-        grad = grad_fn(q)
-        p = p + half * grad
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked, as ok = False
+        for _ in range(n_steps):
+            p = p + half * grad
+            q = q + step_size * inv_mass * p
+            if not np.all(np.isfinite(q)):
+                return q, p, grad, False
+            grad = grad_fn(q)
+            p = p + half * grad
     ok = bool(np.all(np.isfinite(p)) and np.all(np.isfinite(grad)))
     return q, p, grad, ok
 
@@ -151,10 +163,20 @@ def hmc_transition(
         n_steps=n_steps,
         inv_mass=inv_mass,
     )
+    diverged = HMCInfo(False, -np.inf, True, 0.0, float("nan"))
     if not ok:
         # Diverged on released values alone: reject without reading the data.
-        return state, HMCInfo(False, -np.inf, True, 0.0, float("nan"))
-    distance = float(np.linalg.norm(q_new - state.q))
+        return state, diverged
+    with np.errstate(over="ignore", invalid="ignore"):
+        distance = float(np.linalg.norm(q_new - state.q))
+        kinetic_change = 0.5 * float(np.sum(inv_mass * p0**2) - np.sum(inv_mass * p_new**2))
+    noise_sd = ratio_noise_sd(
+        distance, clip_bound=loglik_clip, noise_multiplier=loglik_noise_multiplier
+    )
+    if not (public_move_is_finite(q_new, noise_sd) and np.isfinite(kinetic_change)):
+        # Huge but finite: the noise, its penalty or the energy overflows. Rejected as
+        # divergent from released values alone, without reading the data.
+        return state, diverged
     loglik_new = loglik_fn(q_new)
     noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
         rng,
@@ -165,10 +187,11 @@ def hmc_transition(
         noise_multiplier=loglik_noise_multiplier,
     )
     logprior_new = logprior_fn(q_new)
-    kinetic_change = 0.5 * float(np.sum(inv_mass * p0**2) - np.sum(inv_mass * p_new**2))
-    log_accept = (
-        noisy_ratio + (logprior_new - state.logprior) + kinetic_change - 0.5 * noise_sd**2
+    log_accept = _finite_or_reject(
+        noisy_ratio + (logprior_new - state.logprior) + kinetic_change - 0.5 * noise_sd * noise_sd
     )
+    if log_accept == -np.inf:  # e.g. the log prior overflowed at θ_L: a divergent rejection
+        return state, HMCInfo(False, -np.inf, True, noise_sd, distance)
     accepted = bool(np.log(rng.uniform()) < log_accept)
     if accepted:
         state = HMCState(q=q_new, loglik=loglik_new, logprior=logprior_new, grad=grad_new)

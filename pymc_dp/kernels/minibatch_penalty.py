@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.kernels.clipping import clipped_scalars
+from pymc_dp.kernels.penalty import _finite_or_reject, public_move_is_finite
 
 __all__ = [
     "MinibatchInfo",
@@ -66,7 +67,8 @@ def batch_estimate(clipped: np.ndarray, scale: float) -> tuple[float, float]:
     (0.0, 8.0)
     """
     total = float(np.sum(clipped))
-    variance = scale**2 * (float(np.dot(clipped, clipped)) - total**2 / clipped.size)
+    # Products, not powers: an overflow gives inf (then a rejection), never OverflowError.
+    variance = scale * scale * (float(np.dot(clipped, clipped)) - total * total / clipped.size)
     return scale * total, max(variance, 0.0)
 
 
@@ -88,11 +90,13 @@ def minibatch_sensitivity(
     0.5188
     """
     scale = n_data * tempering / batch_size
-    ell = clip_bound * distance
+    ell = np.float64(clip_bound) * distance  # NumPy floats: a huge move overflows to inf
     b = float(batch_size)
-    delta_lambda = 2.0 * scale * ell
-    delta_sigma = scale**2 * abs(1.0 - 1.0 / b) * ell**2 + (2.0 * (b - 1.0) / b) * scale**2 * ell**2
-    return delta_lambda + delta_sigma
+    with np.errstate(over="ignore", invalid="ignore"):
+        delta_lambda = 2.0 * scale * ell
+        square = scale * scale * ell * ell
+        delta_sigma = square * abs(1.0 - 1.0 / b) + (2.0 * (b - 1.0) / b) * square
+        return float(delta_lambda + delta_sigma)
 
 
 @dataclass(frozen=True)
@@ -120,19 +124,27 @@ def minibatch_penalty_transition(
 
     ``loglik_rows(θ, rows)`` returns the per-datum log-likelihoods of the given rows (two
     calls, O(b) each); ``logprior_fn`` the public log prior. Returns the new point, its log
-    prior and the public info of the iteration.
+    prior and the public info of the iteration. A proposal whose acceptance is not a finite
+    number is rejected, before the batch is read when public values already say so
+    (:mod:`pymc_dp.kernels.penalty`, "Huge moves are rejections, never errors").
     """
-    distance = float(np.linalg.norm(q_proposed - q))
-    rows = draw_batch(rng, n_data, batch_size)
-    ratios = clipped_scalars(loglik_rows(q_proposed, rows) - loglik_rows(q, rows), clip_bound * distance)
-    estimate, variance = batch_estimate(ratios, n_data * tempering / batch_size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        distance = float(np.linalg.norm(q_proposed - q))
     sensitivity = minibatch_sensitivity(
         distance, n_data=n_data, batch_size=batch_size, tempering=tempering, clip_bound=clip_bound
     )
-    noise_sd = noise_multiplier * sensitivity
+    with np.errstate(over="ignore", invalid="ignore"):
+        noise_sd = float(np.float64(noise_multiplier) * sensitivity)
+    if not public_move_is_finite(q_proposed, noise_sd):
+        return q, logprior_q, MinibatchInfo(False, -np.inf, noise_sd)
+    rows = draw_batch(rng, n_data, batch_size)
+    ratios = clipped_scalars(loglik_rows(q_proposed, rows) - loglik_rows(q, rows), clip_bound * distance)
+    estimate, variance = batch_estimate(ratios, n_data * tempering / batch_size)
     release = estimate - 0.5 * variance + noise_sd * rng.standard_normal()  # the release
     logprior_proposed = logprior_fn(q_proposed)
-    log_accept = release + (logprior_proposed - logprior_q) - 0.5 * noise_sd**2
+    log_accept = _finite_or_reject(
+        release + (logprior_proposed - logprior_q) - 0.5 * noise_sd * noise_sd
+    )
     accepted = bool(np.log(rng.uniform()) < log_accept)
     info = MinibatchInfo(accepted, float(log_accept), float(noise_sd))
     if accepted:

@@ -9,9 +9,22 @@ Small functions of arrays and a generator; nothing here knows PyMC. One iteratio
    iteration whatever c is);
 4. accept with probability ``min(1, exp(R̂ + log prior ratio − σ²/2))`` (the proposals here
    are symmetric on the extended space, so there is no proposal ratio).
+
+Huge moves are rejections, never errors
+---------------------------------------
+A proposal far away (a huge step, a scale tuned up on a flat stretch) makes ``σ`` or
+``σ²/2`` overflow, and Python's float power raises ``OverflowError`` where NumPy returns
+inf. Every kernel here computes such terms by products (inf, no exception) and rejects a
+proposal whose acceptance is not a finite number: ``σ²/2 = inf`` means an acceptance
+probability of ``exp(−inf) = 0``, so the decision is the one the formula gives, and it is
+taken from public values before the data is read (:func:`public_move_is_finite`); NaN
+(e.g. ``inf − inf``) has no acceptance probability, and rejecting keeps the chain where it
+is.
 """
 
 from __future__ import annotations
+
+import math
 
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -26,6 +39,8 @@ __all__ = [
     "noisy_clipped_ratio",
     "penalty_transition",
     "propose",
+    "public_move_is_finite",
+    "ratio_noise_sd",
 ]
 
 PROPOSALS = ("random_walk", "one_component", "guided")
@@ -82,6 +97,20 @@ def guided_directions_after(directions: np.ndarray, coordinate: int, accepted: b
     return flipped
 
 
+def ratio_noise_sd(distance: float, *, clip_bound: float, noise_multiplier: float) -> float:
+    """σ = z · 2 b · distance of the clipped ratio of a move of length ``distance`` (public)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.float64(noise_multiplier) * 2.0 * clip_bound * distance)
+
+
+def public_move_is_finite(q_proposed: np.ndarray, noise_sd: float) -> bool:
+    """Whether a proposal and its penalty ``σ²/2`` are finite floats (public values only).
+
+    If not, the proposal is rejected before the data is read (see the module notes).
+    """
+    return bool(np.all(np.isfinite(q_proposed)) and math.isfinite(0.5 * noise_sd * noise_sd))
+
+
 def noisy_clipped_ratio(
     rng: np.random.Generator,
     loglik_proposed: np.ndarray,
@@ -106,9 +135,17 @@ def noisy_clipped_ratio(
         penalty correction.
     """
     bound = clip_bound * distance
-    ratio = clipped_sum(loglik_proposed - loglik_current, bound)
-    noise_sd = noise_multiplier * 2.0 * bound
+    with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: NaN, clipped to 0
+        ratio = clipped_sum(loglik_proposed - loglik_current, bound)
+    noise_sd = ratio_noise_sd(distance, clip_bound=clip_bound, noise_multiplier=noise_multiplier)
     return ratio + noise_sd * rng.standard_normal(), noise_sd
+
+
+def _finite_or_reject(log_accept) -> float:
+    """``log_accept`` as a float, −inf (a sure rejection) if it is NaN or infinite."""
+    with np.errstate(invalid="ignore"):
+        value = float(log_accept)
+    return value if math.isfinite(value) else -math.inf
 
 
 @dataclass(frozen=True)
@@ -131,9 +168,15 @@ def penalty_transition(
     """One DP penalty accept/reject of ``q_proposed``: exactly one noisy release.
 
     ``loglik_fn`` returns per-datum log-likelihoods (read once per call, at θ' only: θ's
-    are cached in ``state``); ``logprior_fn`` the public log prior.
+    are cached in ``state``); ``logprior_fn`` the public log prior. A proposal whose
+    acceptance is not a finite number is rejected (module notes), before the data is read
+    when public values already say so.
     """
-    distance = float(np.linalg.norm(q_proposed - state.q))
+    with np.errstate(over="ignore", invalid="ignore"):
+        distance = float(np.linalg.norm(q_proposed - state.q))
+    noise_sd = ratio_noise_sd(distance, clip_bound=clip_bound, noise_multiplier=noise_multiplier)
+    if not public_move_is_finite(q_proposed, noise_sd):
+        return state, PenaltyInfo(False, -math.inf, noise_sd)
     loglik_proposed = loglik_fn(q_proposed)
     noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
         rng,
@@ -144,7 +187,9 @@ def penalty_transition(
         noise_multiplier=noise_multiplier,
     )
     logprior_proposed = logprior_fn(q_proposed)
-    log_accept = noisy_ratio + (logprior_proposed - state.logprior) - 0.5 * noise_sd**2
+    log_accept = _finite_or_reject(
+        noisy_ratio + (logprior_proposed - state.logprior) - 0.5 * noise_sd * noise_sd
+    )
     accepted = bool(np.log(rng.uniform()) < log_accept)
     if accepted:
         state = replace(

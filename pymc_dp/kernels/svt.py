@@ -26,11 +26,11 @@ same run on the next batch; it is private state and must stay inside the step.
 
 from __future__ import annotations
 
-import math
-
 from dataclasses import dataclass
 
 import numpy as np
+
+from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
 
 __all__ = [
     "SVTScan",
@@ -43,20 +43,8 @@ __all__ = [
 ]
 
 
-def _check_finite_positive(name: str, value) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
 def _check_c(c) -> int:
-    if isinstance(c, bool) or not isinstance(c, int | np.integer) or c < 1:
-        raise ValueError(f"c (the number of accepted samples) must be an int >= 1, got {c!r}")
-    return int(c)
+    return check_int(c, "c (the number of accepted samples)")
 
 
 def laplace_scale(epsilon: float, sensitivity: float, c: int, resample: bool) -> float:
@@ -70,17 +58,18 @@ def laplace_scale(epsilon: float, sensitivity: float, c: int, resample: bool) ->
     >>> laplace_scale(1.0, 2 / 5000, c=10, resample=False)  # MMD at N = 5000: 11 · 0.0004
     0.0044
     """
-    epsilon = _check_finite_positive("epsilon", epsilon)
-    sensitivity = _check_finite_positive("sensitivity", sensitivity)
+    epsilon = check_epsilon(epsilon)
+    sensitivity = check_positive(sensitivity, "sensitivity")
     c = _check_c(c)
     factor = 2 * c if resample else c + 1
-    return factor * sensitivity / epsilon
+    # A finite scale or a clear error: Δ/ε may overflow the floats.
+    return check_positive(factor * sensitivity / epsilon, "the Laplace scale of the threshold noise")
 
 
 def svt_epsilon(scale: float, sensitivity: float, c: int, resample: bool) -> float:
     """ε of a run with threshold scale ``b`` and at most ``c`` acceptances (Thm 4.1, eq. 8)."""
-    scale = _check_finite_positive("scale", scale)
-    sensitivity = _check_finite_positive("sensitivity", sensitivity)
+    scale = check_positive(scale, "scale")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     c = _check_c(c)
     factor = 2 * c if resample else c + 1
     return factor * sensitivity / scale
@@ -136,7 +125,7 @@ def svt_scan(
         raise ValueError(f"distances must be a 1-d array, got shape {d.shape}")
     if not np.all(np.isfinite(d)):
         raise ValueError("distances must be finite")
-    scale = _check_finite_positive("scale", scale)
+    scale = check_positive(scale, "scale")
     if isinstance(max_accept, bool) or not isinstance(max_accept, int | np.integer):
         raise TypeError(f"max_accept must be an int, got {max_accept!r}")
     max_accept = int(max_accept)
@@ -190,7 +179,7 @@ def svt_run(
     ε = :func:`svt_epsilon` ``(scale, Δ, c, resample)``.
     """
     c = _check_c(c)
-    scale = _check_finite_positive("scale", scale)
+    scale = check_positive(scale, "scale")
     start = draw_noisy_threshold(threshold, scale, rng)
     return svt_scan(
         distances,
@@ -221,6 +210,6 @@ def flip_probability(distance, threshold: float, scale: float) -> np.ndarray:
     >>> flip_probability([0.1, 0.11, 0.2], threshold=0.1, scale=b).round(4)
     array([0.5   , 0.1968, 0.    ])
     """
-    scale = _check_finite_positive("scale", scale)
+    scale = check_positive(scale, "scale")
     a = np.abs(np.asarray(distance, dtype=np.float64) - float(threshold))
     return (4.0 * np.exp(-a / (2.0 * scale)) - np.exp(-a / scale)) / 6.0

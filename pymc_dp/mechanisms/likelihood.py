@@ -18,8 +18,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_dp.accounting.validation import check_epsilon
-from pymc_dp.mechanisms.release import GAUSSIAN, INFECTION_CURVE, LAPLACE, Release, _positive
+from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
+from pymc_dp.mechanisms.release import GAUSSIAN, INFECTION_CURVE, LAPLACE, Release
 
 __all__ = [
     "GaussianMechanism",
@@ -105,7 +105,7 @@ class LaplaceMechanism:
     @staticmethod
     def scale(sensitivity, epsilon) -> float:
         """The Laplace scale ``b = sensitivity / epsilon`` (validated)."""
-        return _positive("sensitivity", sensitivity) / check_epsilon(epsilon)
+        return check_positive(sensitivity, "sensitivity") / check_epsilon(epsilon)
 
     @classmethod
     def from_release(cls, name, mu, release, **kwargs):
@@ -172,11 +172,11 @@ class GaussianMechanism:
         if sigma is not None:
             if noise_multiplier is not None:
                 raise ValueError("give sigma, or sensitivity and noise_multiplier, not both")
-            return _positive("sigma", sigma)
+            return check_positive(sigma, "sigma")
         if sensitivity is None or noise_multiplier is None:
             raise ValueError("give sigma, or both sensitivity and noise_multiplier")
-        z = _positive("noise_multiplier", noise_multiplier)
-        return _positive("sensitivity", sensitivity) * z
+        z = check_positive(noise_multiplier, "noise_multiplier")
+        return check_positive(sensitivity, "sensitivity") * z
 
     @classmethod
     def from_release(cls, name, mu, release, **kwargs):
@@ -247,15 +247,15 @@ class InfectionCurveMechanism:
     @staticmethod
     def probability(infected, *, population, n_trials, m=None, epsilon=None, n_points=None):
         """The success probability ``(infected + m) / (population + 2m)``."""
-        population = _positive("population", population)
-        _positive("n_trials", n_trials)
+        population = check_positive(population, "population")
+        n_trials = check_int(n_trials, "n_trials")
         if (m is None) == (epsilon is None):
             raise ValueError("give exactly one of m or epsilon")
         if m is None:
             if n_points is None:
                 raise ValueError("deriving m from epsilon needs the number of time points")
             m = n_trials * n_points / check_epsilon(epsilon)
-        m = _positive("m", m)
+        m = check_positive(m, "m")
         return (pt.as_tensor_variable(infected) + m) / (population + 2.0 * m)
 
     @classmethod

@@ -18,6 +18,23 @@ Mechanisms (ALGORITHMS.md, "Inference from privatized releases"):
 Bounds that make a sensitivity finite (:func:`clamp`) are public inputs: they must not be
 computed from the confidential data.
 
+Errors never show the confidential data: entries that are not numbers are refused by their
+type, out-of-range values without saying which or how many.
+
+Noise that rounding would erase
+-------------------------------
+In floating point ``s + noise == s`` once the noise is below the spacing of the doubles at
+``s``: such a release is the exact statistic, whatever ε the accounting says. The Laplace
+and Gaussian releases therefore refuse a noise scale below ``2**20`` spacings of the
+statistic's magnitude (then the chance that an entry's noise is below one spacing is under
+10⁻⁶). That magnitude is taken from public inputs only, never from the value, because a
+refusal that depended on the value would itself disclose something about it (whether it
+is large), without noise: it is the declared ``bound`` on the entries when given (the
+statistic is then clamped to ``[-bound, bound]``, which never increases its sensitivity),
+else the sensitivity. A statistic much larger than its sensitivity (a sum over many rows,
+a count) should declare its bound, e.g. ``n · max(|lower|, |upper|)`` for a sum of
+clamped values.
+
 Note on randomness. Noise comes from the ``rng`` you pass. A release is private only if that
 generator is unpredictable to the adversary: use ``np.random.default_rng()`` (fresh OS
 entropy) for real releases, and integer seeds only for tests and simulations. Like most
@@ -36,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymc_dp.accounting.events import Event, GaussianEvent, LaplaceEvent, PureDPEvent
-from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int, check_positive
 
 __all__ = [
     "LAPLACE",
@@ -56,13 +73,70 @@ INFECTION_CURVE = "infection_curve"
 _KINDS = (LAPLACE, GAUSSIAN, INFECTION_CURVE)
 
 
-def _positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
+#: A noise scale must be at least this many float spacings of the statistic's (public)
+#: magnitude (see the module notes).
+NOISE_RESOLUTION = 2.0**20
+#: A noise scale must leave this factor of room below the largest float, so that draws
+#: (Laplace tails reach ~700 scales with probability 1e-304) stay finite.
+_NOISE_HEADROOM = 2.0**10
+
+# dtype kinds of real numbers (bool, signed, unsigned, float); what the others hold, by name
+_REAL_KINDS = "biuf"
+_KIND_NAMES = {
+    "U": "strings", "S": "bytes", "c": "complex numbers", "M": "datetimes",
+    "m": "timedeltas", "O": "Python objects", "V": "raw records",
+}
+
+
+def _numeric(data, name: str) -> np.ndarray:
+    """``data`` as a new float array, or a ValueError that names its type, never an entry.
+
+    NumPy's own conversion errors quote the first bad entry ("could not convert string to
+    float: '...'") or the data's shape; they are caught and replaced, outside the handler
+    so that the replaced error is not even chained to the new one.
+    """
+    failed = None
+    try:
+        arr = np.asarray(data)
+        if arr.dtype.kind in _REAL_KINDS:
+            return np.array(arr, dtype=float)
+        failed = _KIND_NAMES.get(arr.dtype.kind, "entries that are not real numbers")
+        if arr.dtype.kind == "O":
+            try:  # e.g. Fractions or Decimals: convertible, so fine
+                return np.array(arr, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                pass
+    except (TypeError, ValueError, OverflowError):
+        failed = "entries that are not real numbers, or rows of unequal length"
+    raise ValueError(f"{name} must be an array of real numbers; it holds {failed}")
+
+
+def _noise_scale(scale, sensitivity: float, bound: float | None, what: str) -> float:
+    """Refuse a noise scale that overflows or that rounding would erase (module notes).
+
+    Every input is public: the scale, the sensitivity and the declared bound.
+    """
+    if not (math.isfinite(scale * _NOISE_HEADROOM) and scale > 0):
+        raise ValueError(
+            f"The {what} {scale:.3g} is too large for floating point (its draws could "
+            "overflow); use a larger epsilon or a smaller sensitivity."
+        )
+    magnitude = sensitivity if bound is None else bound
+    floor = NOISE_RESOLUTION * float(np.spacing(magnitude))
+    if scale < floor:
+        source = "the sensitivity" if bound is None else "the declared bound"
+        raise ValueError(
+            f"The {what} {scale:.3g} is below {floor:.3g}, 2**20 float spacings at "
+            f"{source} {magnitude:.3g}: rounding would erase the noise and release the "
+            "statistic nearly exactly. Use more noise (a larger sigma or noise_multiplier, "
+            "a smaller epsilon)."
+        )
+    return scale
+
+
+def _bounded(s: np.ndarray, bound: float | None) -> np.ndarray:
+    """The statistic clamped to the declared ``[-bound, bound]`` (entry-wise; no check of s)."""
+    return s if bound is None else np.clip(s, -bound, bound)
 
 
 def _generator(rng) -> np.random.Generator:
@@ -75,12 +149,14 @@ def _generator(rng) -> np.random.Generator:
             "(an integer seed makes the noise reproducible, which is for tests only)"
         )
     if isinstance(rng, bool) or not isinstance(rng, numbers.Integral | np.random.SeedSequence):
-        raise ValueError(f"rng must be a numpy Generator, a SeedSequence or an int, got {rng!r}")
+        raise ValueError(
+            f"rng must be a numpy Generator, a SeedSequence or an int, got a {type(rng).__name__}"
+        )
     return np.random.default_rng(rng)
 
 
 def _as_statistic(value, name: str = "value") -> np.ndarray:
-    arr = np.array(value, dtype=float)  # a copy: the caller's array is left alone
+    arr = _numeric(value, name)  # a copy: the caller's array is left alone
     if arr.size == 0:
         raise ValueError(f"{name} is empty")
     if not np.all(np.isfinite(arr)):
@@ -241,9 +317,9 @@ def clamp(data, *, lower, upper, clip: bool = True) -> np.ndarray:
     Raises
     ------
     ValueError
-        If a bound is missing, not finite, or ``lower >= upper``; if ``data`` has NaN; or,
-        with ``clip=False``, if any value is outside the bounds. Messages never contain the
-        data values.
+        If a bound is missing, not finite, or ``lower >= upper``; if ``data`` holds
+        anything but real numbers, or NaN; or, with ``clip=False``, if any value is outside
+        the bounds. Messages never contain the data values, nor how many are out of range.
 
     Examples
     --------
@@ -254,20 +330,19 @@ def clamp(data, *, lower, upper, clip: bool = True) -> np.ndarray:
     >>> clamp([0.2, 1.5], lower=0, upper=1, clip=False)
     Traceback (most recent call last):
         ...
-    ValueError: 1 of 2 values lie outside the declared bounds [lower, upper] and clamping ...
+    ValueError: data lie outside the declared bounds [lower, upper] and clamping is off ...
     """
     lo, hi = _check_bounds(lower, upper)
-    arr = np.asarray(data, dtype=float)
+    arr = _numeric(data, "data")
     if np.any(np.isnan(arr)):
         raise ValueError("data contains NaN; bounds cannot be applied to missing values")
     lo_b, hi_b = np.broadcast_to(lo, arr.shape), np.broadcast_to(hi, arr.shape)
     if clip:
         return np.clip(arr, lo_b, hi_b)
-    outside = int(np.count_nonzero((arr < lo_b) | (arr > hi_b)))
-    if outside:
+    if np.any((arr < lo_b) | (arr > hi_b)):
         raise ValueError(
-            f"{outside} of {arr.size} values lie outside the declared bounds [lower, upper] and "
-            "clamping is off (clip=False); clamp them, or declare bounds that hold by design"
+            "data lie outside the declared bounds [lower, upper] and clamping is off "
+            "(clip=False); clamp them, or declare bounds that hold by design"
         )
     return np.array(arr, copy=True)
 
@@ -275,8 +350,8 @@ def clamp(data, *, lower, upper, clip: bool = True) -> np.ndarray:
 def _check_bounds(lower, upper) -> tuple[np.ndarray, np.ndarray]:
     if lower is None or upper is None:
         raise ValueError("lower and upper bounds are required, public inputs")
-    lo = np.asarray(lower, dtype=float)
-    hi = np.asarray(upper, dtype=float)
+    lo = _numeric(lower, "lower")
+    hi = _numeric(upper, "upper")
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("bounds must be finite numbers")
     if np.any(lo >= hi):
@@ -284,8 +359,8 @@ def _check_bounds(lower, upper) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def laplace_release(value, *, sensitivity, epsilon, rng, name: str = "laplace_release",
-                    neighbouring: str = "replace_one") -> Release:
+def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
+                    name: str = "laplace_release", neighbouring: str = "replace_one") -> Release:
     """Release ``value + Lap(sensitivity / epsilon)`` (independent noise per entry).
 
     ε-DP when ``sensitivity`` bounds the ℓ1 change of the whole statistic (all entries
@@ -301,6 +376,10 @@ def laplace_release(value, *, sensitivity, epsilon, rng, name: str = "laplace_re
         Privacy parameter ε > 0.
     rng : numpy.random.Generator or int
         Source of the noise (see the module note on randomness).
+    bound : float, optional
+        Public bound on the magnitude of every entry of the statistic; the statistic is
+        clamped to ``[-bound, bound]``. It sets the scale at which the noise must not be
+        erased by rounding (module notes); default: the sensitivity.
     name : str, optional
         Name of the ledger entry.
     neighbouring : {"replace_one", "add_remove"}
@@ -311,6 +390,12 @@ def laplace_release(value, *, sensitivity, epsilon, rng, name: str = "laplace_re
     Release
         Kind ``"laplace"`` with ``noise_scale = sensitivity / epsilon``.
 
+    Raises
+    ------
+    ValueError
+        On a bad parameter, a statistic that is not an array of finite real numbers, or a
+        noise scale that overflows or that rounding would erase (module notes).
+
     Examples
     --------
     >>> rel = laplace_release([10.0, 20.0], sensitivity=2.0, epsilon=1.0, rng=1)
@@ -320,10 +405,11 @@ def laplace_release(value, *, sensitivity, epsilon, rng, name: str = "laplace_re
     ('LaplaceEvent', 1.0, 2.0)
     """
     epsilon = check_epsilon(epsilon)
-    sensitivity = _positive("sensitivity", sensitivity)
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    bound = None if bound is None else check_positive(bound, "bound")
+    scale = _noise_scale(sensitivity / epsilon, sensitivity, bound, "Laplace scale")
     gen = _generator(rng)
-    s = _as_statistic(value)
-    scale = sensitivity / epsilon
+    s = _bounded(_as_statistic(value), bound)
     noisy = s + gen.laplace(0.0, scale, size=s.shape)
     return Release(
         name=name, kind=LAPLACE, value=noisy, noise_scale=scale, sensitivity=sensitivity,
@@ -332,7 +418,7 @@ def laplace_release(value, *, sensitivity, epsilon, rng, name: str = "laplace_re
 
 
 def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=None,
-                     epsilon=None, delta=None, name: str = "gaussian_release",
+                     epsilon=None, delta=None, bound=None, name: str = "gaussian_release",
                      neighbouring: str = "replace_one") -> Release:
     """Release ``value + N(0, σ²)`` (independent noise per entry).
 
@@ -354,6 +440,10 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
         Noise standard deviation, or it divided by Δ₂.
     epsilon, delta : float, optional
         Target (ε, δ) for one release.
+    bound : float, optional
+        Public bound on the magnitude of every entry of the statistic; the statistic is
+        clamped to ``[-bound, bound]``. It sets the scale at which the noise must not be
+        erased by rounding (module notes); default: the sensitivity.
     name : str, optional
         Name of the ledger entry.
     neighbouring : {"replace_one", "add_remove"}
@@ -364,6 +454,12 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
     Release
         Kind ``"gaussian"`` with ``noise_scale = σ``.
 
+    Raises
+    ------
+    ValueError
+        On a bad parameter, a statistic that is not an array of finite real numbers, or a
+        σ that overflows or that rounding would erase (module notes).
+
     Examples
     --------
     >>> rel = gaussian_release(5.0, sensitivity=1.0, sigma=2.0, rng=0)
@@ -373,14 +469,15 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
     >>> round(rel.noise_scale, 3)
     3.731
     """
-    sensitivity = _positive("sensitivity", sensitivity)
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    bound = None if bound is None else check_positive(bound, "bound")
     calibrate = epsilon is not None or delta is not None
     if sum([sigma is not None, noise_multiplier is not None, calibrate]) != 1:
         raise ValueError("give exactly one of sigma, noise_multiplier, or (epsilon, delta)")
     if sigma is not None:
-        sigma = _positive("sigma", sigma)
+        sigma = check_positive(sigma, "sigma")
     elif noise_multiplier is not None:
-        sigma = _positive("noise_multiplier", noise_multiplier) * sensitivity
+        sigma = check_positive(noise_multiplier, "noise_multiplier") * sensitivity
     else:
         from pymc_dp.accounting.gaussian import noise_multiplier_for
 
@@ -388,8 +485,9 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
             raise ValueError("calibrating a Gaussian release needs both epsilon and delta")
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
         sigma = noise_multiplier_for(epsilon, delta, 1) * sensitivity
+    sigma = _noise_scale(sigma, sensitivity, bound, "Gaussian noise sd")
     gen = _generator(rng)
-    s = _as_statistic(value)
+    s = _bounded(_as_statistic(value), bound)
     noisy = s + gen.normal(0.0, sigma, size=s.shape)
     return Release(
         name=name, kind=GAUSSIAN, value=noisy, noise_scale=sigma, sensitivity=sensitivity,
@@ -435,23 +533,20 @@ def infection_curve_release(infected, *, population, n_trials, rng, m=None, epsi
     >>> infection_curve_release([1, 40], population=1000, n_trials=100, epsilon=1.0, rng=0).m
     200.0
     """
-    population = _positive("population", population)
-    if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral) or n_trials < 1:
-        raise ValueError(f"n_trials must be an integer >= 1, got {n_trials!r}")
-    n_trials = int(n_trials)
-    counts = np.asarray(infected, dtype=float)
+    population = check_positive(population, "population")
+    n_trials = check_int(n_trials, "n_trials")
+    counts = _numeric(infected, "infected")
     if counts.ndim != 1 or counts.size == 0:
         raise ValueError("infected must be a non-empty 1-d array of counts")
     if not np.all(np.isfinite(counts)):
         raise ValueError("infected contains NaN or infinite entries")
-    bad = int(np.count_nonzero((counts < 0) | (counts > population) | (counts != np.round(counts))))
-    if bad:
-        raise ValueError(f"{bad} of {counts.size} counts are not integers in [0, population]")
+    if np.any((counts < 0) | (counts > population) | (counts != np.round(counts))):
+        raise ValueError("infected holds counts that are not integers in [0, population]")
     n_points = counts.size
     if (m is None) == (epsilon is None):
         raise ValueError("give exactly one of m or epsilon")
     if m is not None:
-        m = _positive("m", m)
+        m = check_positive(m, "m")
         epsilon = n_trials * n_points / m
     else:
         epsilon = check_epsilon(epsilon)

@@ -23,7 +23,7 @@ import pytensor.tensor as pt
 
 from pytensor.graph.basic import Variable
 
-from pymc_dp.mechanisms.release import Release, _check_bounds, clamp, laplace_release
+from pymc_dp.mechanisms.release import Release, _check_bounds, _numeric, clamp, laplace_release
 
 __all__ = [
     "linear_regression_records",
@@ -93,8 +93,7 @@ def linear_regression_records(x, y, *, x_bounds, y_bounds, clip: bool = True):
     symbolic = _is_symbolic(x, y)
     xp = pt if symbolic else np
     if not symbolic:
-        x = np.asarray(x, dtype=float)
-        y = np.asarray(y, dtype=float)
+        x, y = _numeric(x, "x"), _numeric(y, "y")
         if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
             raise ValueError("x must have shape (n, p) and y shape (n,)")
     else:

@@ -10,10 +10,15 @@ The budget plan
 A step holds a budget (ε, δ) for its whole life and splits it into ``chains`` equal chain
 allotments (``chains``: given to the step, or set by :func:`pymc_dp.sample`, else PyMC's
 default chain count). In :meth:`setup_chain` PyMC tells the step the chain's length; the
-step calibrates its noise so that one chain of that length costs one allotment, and
-reserves it. Any chain beyond the plan, any longer chain, any chain of a second run of a
-spent step — in this process or another — finds the budget used and raises
+step calibrates its noise so that one chain of that length costs one allotment, checks
+that it fits in what is left of the budget, and the chain's first step reserves it, before
+it reads any data. Any chain beyond the plan, any longer chain, any chain of a second run
+of a spent step — in this process or another — finds the budget used and raises
 :class:`~pymc_dp.errors.PrivacyBudgetExceeded` before reading the data.
+
+A ``pm.sample`` run asking for more chains than the plan has left is refused before its
+first chain starts (:meth:`PrivateStep._progressbar_config`), so that no chain spends its
+share only for a later one to fail and the run to lose every draw.
 
 Writing a subclass
 ------------------
@@ -32,7 +37,6 @@ and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_c
 
 from __future__ import annotations
 
-import math
 import warnings
 
 from dataclasses import dataclass
@@ -50,7 +54,7 @@ from pymc.util import get_state_from_generator
 
 from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.guard import BudgetGuard
-from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
@@ -64,9 +68,16 @@ def pymc_default_chains() -> int:
 
 @dataclass
 class _ChainBudget:
-    """Iterations reserved for the running chain, and how many ran (never in sampling state)."""
+    """The running chain's plan and how many iterations ran (never in sampling state).
+
+    ``events`` are reserved against the budget by the chain's first step (``in_ledger``),
+    with ``info`` stored beside them.
+    """
 
     reserved: int
+    events: list
+    info: dict
+    in_ledger: bool = False
     done: int = 0
 
 
@@ -214,15 +225,51 @@ class PrivateStep(ArrayStepShared):
             )
         self.planned_chains = int(chains)
 
+    def _progressbar_config(self, n_chains=1):
+        """Refuse a run of more chains than the plan has left, then PyMC's bar settings.
+
+        Why here: ``pm.sample`` (PyMC 6.4) gives a step no documented hook with the number
+        of chains. It builds its progress-bar manager, which calls this method with that
+        number, whether or not a bar is shown, before any chain may step: in
+        ``_sample_many`` before the first sequential chain, and in ``ParallelSampler``
+        before any worker gets its "start" message. Workers do call ``setup_chain`` earlier,
+        but that only checks and calibrates: the budget is reserved by a chain's first
+        step. If PyMC stopped calling this, nothing would leak (each chain still reserves
+        before reading data); only the early refusal would be lost, and
+        ``tests/steps/test_base.py`` would say so.
+        """
+        self._check_run_fits(n_chains)
+        return super()._progressbar_config(n_chains)
+
+    def _check_run_fits(self, n_chains) -> None:
+        n_chains = check_int(n_chains, "chains")
+        ran = len(self.guard.reservations())
+        left = self.planned_chains - ran
+        if n_chains > left:
+            already = f", {ran} of which already ran" if ran else ""
+            raise PrivacyBudgetExceeded(
+                f"The run asks for {n_chains} chain(s), but this step's budget is planned for "
+                f"{self.planned_chains} chain(s){already}: the chains beyond the plan would be "
+                "refused after the others had spent their share, and the run would lose all "
+                f"draws. Sample at most {max(left, 0)} chain(s), or create the step with "
+                f"chains={n_chains} (each chain then gets 1/{n_chains} of the budget). Nothing "
+                "was run and no budget was reserved."
+            )
+
     # ------------------------------------------------------------------ chains
     def setup_chain(self, rng, tune: int, draws: int) -> None:
-        """Calibrate the noise for this chain's length, then reserve its whole cost.
+        """Calibrate the noise for this chain's length and check that its cost fits.
+
+        The cost is reserved by the chain's first step (:meth:`astep`), still before any
+        data is read: PyMC's worker processes call ``setup_chain`` before the main process
+        has checked the run (:meth:`_progressbar_config`), and a refused run must have
+        reserved nothing.
 
         Raises
         ------
         PrivacyBudgetExceeded
-            If the reservation does not fit in what is left of the budget. Nothing has
-            been read from the data at this point.
+            If the chain does not fit in what is left of the budget. Nothing has been read
+            from the data at this point.
         """
         super().setup_chain(rng, tune, draws)
         if int(draws) < 1 or int(tune) < 0:
@@ -236,16 +283,25 @@ class PrivateStep(ArrayStepShared):
             check_data()
         self._calibrate(iterations, self.planned_chains)
         events = self._chain_events(iterations)
-        self.guard.reserve(
-            events,
-            budget=(self.epsilon, self.delta),  # the ledger refuses a budget changed in memory
-            run_id=self.run_id,
-            tune=int(tune),
-            draws=int(draws),
-            step=type(self).__name__,
-        )
-        self._chain = _ChainBudget(reserved=iterations)
+        self._check_fits(events)
+        info = {"run_id": self.run_id, "tune": int(tune), "draws": int(draws),
+                "step": type(self).__name__}
+        self._chain = _ChainBudget(reserved=iterations, events=events, info=info)
         self._start_chain()
+
+    def _check_fits(self, events: list[Event]) -> None:
+        """Refuse a chain whose events do not fit in what the ledger has left (read only)."""
+        ledger = self.guard.spent()
+        ledger.extend(events)
+        cost = ledger.epsilon(self.delta)
+        if cost > self.epsilon:
+            raise PrivacyBudgetExceeded(
+                f"This chain would take the privacy spent to ε = {cost:.4g} (δ = "
+                f"{self.delta:.3g}), over the step's budget ε = {self.epsilon:.4g}. More "
+                "chains or longer chains than planned, or a second run with a spent step? Plan "
+                "the run with chains=... (and the length you sample), or create a new step "
+                "with its own budget. No data was read for this chain."
+            )
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         chain = self._chain
@@ -268,6 +324,12 @@ class PrivateStep(ArrayStepShared):
                 "iterations. A private step must be the only step of its chains: any other "
                 "step reads the data without noise."
             )
+        if not chain.in_ledger:
+            # The chain's whole cost, before its first read of the data. The guard refuses
+            # it if other copies of the step took the budget since setup_chain checked.
+            # budget: the ledger refuses a budget changed in memory since the step was built
+            self.guard.reserve(chain.events, budget=(self.epsilon, self.delta), **chain.info)
+            chain.in_ledger = True
         chain.done += 1
         q_new, stats = self._transition(q0.data)
         stats.update(self._iteration_privacy_stats())
@@ -305,17 +367,13 @@ class PrivateStep(ArrayStepShared):
         raise NotImplementedError
 
 
-def _check_chains(chains) -> None:
-    if not (isinstance(chains, int | np.integer) and chains >= 1):
-        raise ValueError(f"chains must be an int >= 1, got {chains!r}")
+def _check_chains(chains) -> int:
+    return check_int(chains, "chains")
 
 
 def _finite_positive(name: str, value) -> float:
-    """``value`` as a float, or a ValueError naming ``name``."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return value
+    """:func:`~pymc_dp.accounting.validation.check_positive` with the arguments swapped.
+
+    Kept for the steps that still import it (ABCDP); new code calls ``check_positive``.
+    """
+    return check_positive(value, name)

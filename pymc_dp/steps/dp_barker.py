@@ -15,6 +15,7 @@ from pymc_dp.accounting.barker import (
     barker_max_iterations,
 )
 from pymc_dp.accounting.ledger import PrivacyLedger
+from pymc_dp.accounting.validation import check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
@@ -119,7 +120,7 @@ class DPBarker(SubsampledPrivateStep):
         rng=None,
     ):
         _check_noise_variance(noise_variance)
-        if isinstance(batch_size, int) and not isinstance(batch_size, bool) and 1 <= batch_size < MIN_BARKER_BATCH:
+        if check_int(batch_size, "batch_size") < MIN_BARKER_BATCH:
             raise ValueError(
                 f"DPBarker needs batch_size >= {MIN_BARKER_BATCH}: its accountant (thesis "
                 f"Theorem 7) needs an integer RDP order 2 < α < b/5; got {batch_size}"
@@ -225,12 +226,7 @@ class DPBarker(SubsampledPrivateStep):
 
 
 def _check_noise_variance(value) -> None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"noise_variance must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(v) or v <= 0:
-        raise ValueError(f"noise_variance must be a finite number > 0, got {value!r}")
+    v = check_positive(value, "noise_variance")
     if v >= math.pi**2 / 3:
         raise ValueError(
             f"noise_variance must be < π²/3 ≈ {math.pi**2 / 3:.4f} (the variance of the "

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import numbers
-
 from dataclasses import field
 from typing import Any
 
@@ -15,9 +12,9 @@ from pymc.step_methods.state import dataclass_state
 from pymc.step_methods.step_sizes import DualAverageAdaptation, StepSizeState
 
 from pymc_dp.accounting.events import GaussianEvent
-from pymc_dp.accounting.gaussian import gaussian_epsilon
+from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
+from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
-from pymc_dp.steps.base import _finite_positive
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 
 __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
@@ -35,6 +32,9 @@ _MISSING_CLIPS = (
     "the posterior, loglik_clip about the typical |ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖ (the same "
     "role as DPPenalty's clip_bound). For example DPHMC(eps=1, grad_clip=2.0, loglik_clip=2.0)."
 )
+
+# More leapfrog steps than this per iteration is a mistake (path_length ≫ step_size), not a plan.
+_MAX_N_STEPS = 100_000
 
 # Dual averaging constants of pm.HamiltonianMC (Hoffman & Gelman 2014).
 _DA_GAMMA, _DA_K, _DA_T0 = 0.05, 0.75, 10
@@ -224,18 +224,16 @@ class DPHMC(GaussianPrivateStep):
         missing = [k for k, v in (("grad_clip", grad_clip), ("loglik_clip", loglik_clip)) if v is None]
         if missing:
             raise TypeError(_MISSING_CLIPS.format(" and ".join(missing)))
-        self.grad_clip = _finite_positive("grad_clip", grad_clip)
-        self.loglik_clip = _finite_positive("loglik_clip", loglik_clip)
+        self.grad_clip = check_positive(grad_clip, "grad_clip")
+        self.loglik_clip = check_positive(loglik_clip, "loglik_clip")
         if n_steps is not None and path_length is not None:
             raise ValueError("Give n_steps or path_length, not both.")
-        if n_steps is not None and not (
-            isinstance(n_steps, numbers.Integral) and not isinstance(n_steps, bool) and n_steps >= 1
-        ):
-            raise ValueError(f"n_steps must be an int >= 1, got {n_steps!r}")
+        if n_steps is not None:
+            n_steps = check_int(n_steps, "n_steps")
         if path_length is not None:
-            path_length = _finite_positive("path_length", path_length)
+            path_length = check_positive(path_length, "path_length")
         if step_size is not None:
-            step_size = _finite_positive("step_size", step_size)
+            step_size = check_positive(step_size, "step_size")
         fixed = (grad_noise_multiplier is not None, loglik_noise_multiplier is not None)
         if fixed[0] != fixed[1]:
             raise ValueError(
@@ -246,12 +244,12 @@ class DPHMC(GaussianPrivateStep):
         self.grad_noise_multiplier = (
             None
             if grad_noise_multiplier is None
-            else _finite_positive("grad_noise_multiplier", grad_noise_multiplier)
+            else check_positive(grad_noise_multiplier, "grad_noise_multiplier")
         )
         self.loglik_noise_multiplier = (
             None
             if loglik_noise_multiplier is None
-            else _finite_positive("loglik_noise_multiplier", loglik_noise_multiplier)
+            else check_positive(loglik_noise_multiplier, "loglik_noise_multiplier")
         )
         if budget_split is not None:
             if self._fixed_noise:
@@ -259,18 +257,11 @@ class DPHMC(GaussianPrivateStep):
                     "budget_split splits a calibrated budget; with fixed noise multipliers "
                     "there is nothing to split. Give one or the other."
                 )
-            if isinstance(budget_split, bool) or not (
-                isinstance(budget_split, numbers.Real) and 0 < budget_split < 1
-            ):
-                raise ValueError(f"budget_split must be a number in (0, 1), got {budget_split!r}")
+            budget_split = check_fraction(budget_split, "budget_split")
         self.budget_split = float(
             DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split
         )
-        if isinstance(target_accept, bool) or not (
-            isinstance(target_accept, numbers.Real) and 0 < target_accept < 1
-        ):
-            raise ValueError(f"target_accept must be a number in (0, 1), got {target_accept!r}")
-        self.target_accept = float(target_accept)
+        self.target_accept = check_fraction(target_accept, "target_accept")
         for flag_name, flag in (
             ("adapt_step_size", adapt_step_size),
             ("adapt_mass_matrix", adapt_mass_matrix),
@@ -283,7 +274,12 @@ class DPHMC(GaussianPrivateStep):
             try:
                 inv_mass = np.asarray(inv_mass, dtype=float)
             except (TypeError, ValueError):
-                raise ValueError(f"inv_mass must be an array of numbers, got {inv_mass!r}") from None
+                inv_mass = None  # raised below, outside the handler, without NumPy's message
+                bad_inv_mass = True
+            else:
+                bad_inv_mass = False
+            if bad_inv_mass:
+                raise ValueError("inv_mass must be an array of numbers")
             if inv_mass.ndim != 1 or not np.all(np.isfinite(inv_mass) & (inv_mass > 0)):
                 raise ValueError("inv_mass must be a 1-d array of positive finite numbers")
 
@@ -315,7 +311,13 @@ class DPHMC(GaussianPrivateStep):
             float(step_size) if step_size is not None else 0.25 / dim**0.25
         )
         if path_length is not None:
-            n_steps = max(1, int(round(path_length / self.initial_step_size)))
+            ratio = path_length / self.initial_step_size
+            if not ratio <= _MAX_N_STEPS:  # also inf: int(round(inf)) would raise
+                raise ValueError(
+                    f"path_length / step_size asks for more than {_MAX_N_STEPS} leapfrog steps "
+                    "per iteration; use a shorter path or a larger step size."
+                )
+            n_steps = max(1, int(round(ratio)))
         self.n_steps = int(n_steps) if n_steps is not None else 10
         self.step_adapt = DualAverageAdaptation(
             self.initial_step_size, self.target_accept, _DA_GAMMA, _DA_K, _DA_T0
@@ -354,32 +356,24 @@ class DPHMC(GaussianPrivateStep):
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:
         """μ of an iteration after the first: L gradients and one ratio."""
-        return self.n_steps / (2.0 * self.grad_noise_multiplier**2) + 1.0 / (
-            2.0 * self.loglik_noise_multiplier**2
+        return gaussian_mu(self.grad_noise_multiplier, self.n_steps) + gaussian_mu(
+            self.loglik_noise_multiplier
         )
 
     def _mu_start(self) -> float:
         """μ of the one gradient released before the chain's first iteration."""
-        return 1.0 / (2.0 * self.grad_noise_multiplier**2)
-
-    def _check_one_iteration_fits(self) -> None:
-        cost = gaussian_epsilon(self._mu_start() + self._mu_per_iteration(), self.delta)
-        if cost > self.epsilon:
-            raise ValueError(
-                f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for even "
-                f"one iteration at this noise (one iteration costs ε = {cost:.4g}). Increase "
-                "the noise multipliers, lower n_steps, or increase the budget."
-            )
+        return gaussian_mu(self.grad_noise_multiplier)
 
     def _calibrate(self, iterations: int, chains: int) -> None:
         if self._fixed_noise:
+            self._check_fixed_noise_plan(iterations, chains)
             return
         mu = self._chain_mu_allotment(chains)
         gradients = iterations * self.n_steps + 1
         s = self.budget_split
-        # (kL+1)/(2 z_g²) = s μ and k/(2 z_l²) = (1 − s) μ, rounded to the safe side.
-        self.grad_noise_multiplier = math.sqrt(gradients / (2.0 * s * mu)) * (1 + 1e-12)
-        self.loglik_noise_multiplier = math.sqrt(iterations / (2.0 * (1 - s) * mu)) * (1 + 1e-12)
+        # (kL+1)/(2 z_g²) ≤ s μ and k/(2 z_l²) ≤ (1 − s) μ, rounded to the safe side.
+        self.grad_noise_multiplier = noise_multiplier_for_mu(gradients, s * mu)
+        self.loglik_noise_multiplier = noise_multiplier_for_mu(iterations, (1 - s) * mu)
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
         return [

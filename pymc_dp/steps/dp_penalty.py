@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 from typing import Any
 
 import numpy as np
 
 from pymc_dp.accounting.events import GaussianEvent
+from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
+from pymc_dp.accounting.validation import check_positive
 from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
-from pymc_dp.steps.base import _finite_positive
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.proposals import TunedProposal
 
@@ -105,10 +104,10 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.clip_bound = _finite_positive("clip_bound", clip_bound)
+        self.clip_bound = check_positive(clip_bound, "clip_bound")
         self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
-            None if noise_multiplier is None else _finite_positive("noise_multiplier", noise_multiplier)
+            None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
         )
         self._fixed_noise = noise_multiplier is not None
         super().__init__(
@@ -138,14 +137,14 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
 
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:
-        return 1.0 / (2.0 * self.noise_multiplier**2)
+        return gaussian_mu(self.noise_multiplier)
 
     def _calibrate(self, iterations: int, chains: int) -> None:
         if self._fixed_noise:
+            self._check_fixed_noise_plan(iterations, chains)
             return
         # k releases of multiplier z cost k / (2 z²); a chain may spend one allotment.
-        mu = self._chain_mu_allotment(chains)
-        self.noise_multiplier = math.sqrt(iterations / (2.0 * mu)) * (1 + 1e-12)
+        self.noise_multiplier = noise_multiplier_for_mu(iterations, self._chain_mu_allotment(chains))
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
         return [

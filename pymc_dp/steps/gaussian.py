@@ -7,9 +7,12 @@ recompute the run's (ε, δ) (:func:`pymc_dp.privacy_report`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pymc_dp.accounting.gaussian import gaussian_epsilon, max_gaussian_mu
+from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.steps.base import PrivateStep
 
 __all__ = ["GaussianPrivateStep", "GAUSSIAN_PRIVACY_STATS"]
@@ -31,17 +34,41 @@ class GaussianPrivateStep(PrivateStep):
         raise NotImplementedError
 
     def _chain_mu_allotment(self, chains: int) -> float:
-        """The μ one of ``chains`` equal chains may spend: (ε, δ) → μ_max, split evenly."""
-        return max_gaussian_mu(self.epsilon, self.delta) / chains
+        """The μ one of ``chains`` equal chains may spend: (ε, δ) → μ_max, split evenly.
+
+        Less a relative 1e-12, so that rounding in the ledger's sum over chains can never
+        take the run over the budget.
+        """
+        return max_gaussian_mu(self.epsilon, self.delta) / chains * (1 - 1e-12)
+
+    def _cost(self, iterations: int, chains: int = 1) -> float:
+        """ε of ``chains`` chains of ``iterations`` at the current noise (inf if μ overflows)."""
+        mu = chains * sum(event.mu for event in self._chain_events(iterations))
+        return gaussian_epsilon(mu, self.delta) if math.isfinite(mu) else math.inf
 
     def _check_one_iteration_fits(self) -> None:
         """Refuse, at construction, fixed noise that the budget cannot pay one iteration for."""
-        cost = gaussian_epsilon(self._mu_per_iteration(), self.delta)
+        cost = self._cost(1)
         if cost > self.epsilon:
             raise ValueError(
                 f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for even "
                 f"one iteration at this noise (one iteration costs ε = {cost:.4g}). Increase "
-                "the noise multiplier or the budget."
+                "the noise multiplier(s) or the budget."
+            )
+
+    def _check_fixed_noise_plan(self, iterations: int, chains: int) -> None:
+        """Refuse, before the first chain, a fixed-noise plan whose chains do not all fit.
+
+        Without this, the first chains of a run would spend their share and a later one be
+        refused, losing the run's draws.
+        """
+        cost = self._cost(iterations, chains)
+        if cost > self.epsilon:
+            raise PrivacyBudgetExceeded(
+                f"{chains} chain(s) of {iterations} iterations at this fixed noise would cost "
+                f"ε = {cost:.4g} (δ = {self.delta:.3g}), over the budget ε = {self.epsilon:.4g}. "
+                "Run fewer or shorter chains, or let the step calibrate its noise. No data was "
+                "read."
             )
 
     def _start_chain_accounting(self) -> None:

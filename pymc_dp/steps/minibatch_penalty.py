@@ -11,7 +11,7 @@ from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.minibatch_penalty import minibatch_penalty_transition
-from pymc_dp.steps.base import _finite_positive
+from pymc_dp.accounting.validation import check_positive
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
 
 __all__ = ["MinibatchDPPenalty"]
@@ -116,10 +116,10 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.clip_bound = _finite_positive("clip_bound", clip_bound)
+        self.clip_bound = check_positive(clip_bound, "clip_bound")
         self._fixed_noise = noise_multiplier is not None
         self.noise_multiplier = (
-            _finite_positive("noise_multiplier", noise_multiplier) if self._fixed_noise else None
+            check_positive(noise_multiplier, "noise_multiplier") if self._fixed_noise else None
         )
         super().__init__(
             vars,

@@ -11,8 +11,6 @@ holds that shared part once; the steps add their release and its accounting.
 
 from __future__ import annotations
 
-import numbers
-
 from dataclasses import field
 
 import numpy as np
@@ -22,7 +20,7 @@ from pymc.step_methods.metropolis import tune as metropolis_tune
 from pymc.step_methods.state import dataclass_state
 
 from pymc_dp.kernels.penalty import PROPOSALS, Proposal, guided_directions_after, propose
-from pymc_dp.steps.base import _finite_positive
+from pymc_dp.accounting.validation import check_int, check_positive
 
 __all__ = ["TunedProposal", "TunedProposalState"]
 
@@ -51,15 +49,11 @@ class TunedProposal:
     _state_class = TunedProposalState
 
     def _check_proposal_args(self, proposal: str, scaling: float, tune_interval: int) -> None:
-        if proposal not in PROPOSALS:
+        if not (isinstance(proposal, str) and proposal in PROPOSALS):
             raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
-        if isinstance(tune_interval, bool) or not (
-            isinstance(tune_interval, numbers.Integral) and tune_interval >= 1
-        ):
-            raise ValueError(f"tune_interval must be an int >= 1, got {tune_interval!r}")
+        self.tune_interval = check_int(tune_interval, "tune_interval")
         self.proposal = proposal
-        self.scaling = np.atleast_1d(_finite_positive("scaling", scaling)).astype(float)
-        self.tune_interval = int(tune_interval)
+        self.scaling = np.atleast_1d(check_positive(scaling, "scaling")).astype(float)
 
     def _init_proposal(self, S, dim: int) -> None:
         S = np.ones(dim) if S is None else np.asarray(S, dtype=float)

@@ -16,15 +16,13 @@ count so far (tuning included), the batch size, n and δ, plus what defines the 
 
 from __future__ import annotations
 
-import math
-import numbers
-
 from typing import Any
 
 import numpy as np
 
 from pymc_dp.accounting.barker import BarkerEvent
 from pymc_dp.accounting.events import Event, SubsampledGaussianEvent
+from pymc_dp.accounting.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
 from pymc_dp.steps.base import PrivateStep
 from pymc_dp.steps.proposals import TunedProposal
@@ -40,26 +38,6 @@ SUBSAMPLED_PRIVACY_STATS = {
     "dp_n_data": (np.int64, []),
     "dp_delta": (np.float64, []),
 }
-
-
-def _check_batch_size(batch_size) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    return int(batch_size)
-
-
-def _check_tempering(tempering) -> float:
-    if isinstance(tempering, bool):
-        raise ValueError(f"tempering must be a number in (0, 1], got {tempering!r}")
-    try:
-        value = float(tempering)
-    except (TypeError, ValueError):
-        raise ValueError(f"tempering must be a number in (0, 1], got {tempering!r}") from None
-    if not (math.isfinite(value) and 0 < value <= 1):
-        raise ValueError(f"tempering must be in (0, 1] (T = n0/n), got {tempering!r}")
-    return value
 
 
 class SubsampledPrivateStep(TunedProposal, PrivateStep):
@@ -90,8 +68,8 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.batch_size = _check_batch_size(batch_size)
-        self.tempering = _check_tempering(tempering)
+        self.batch_size = check_int(batch_size, "batch_size")
+        self.tempering = check_fraction(tempering, "tempering (T = n0/n)", include_one=True)
         self._check_proposal_args(proposal, scaling, tune_interval)
         super().__init__(
             vars,

@@ -217,3 +217,81 @@ def test_release_refuses_bad_inputs_without_echoing_data():
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+# ---- issue 12: nothing computed from the data in messages; noise rounding cannot erase -
+
+SECRET = "Alice-4821"
+RELEASES = {
+    "clamp": lambda data: clamp(data, lower=0, upper=1),
+    "clamp_checked": lambda data: clamp(data, lower=0, upper=1, clip=False),
+    "laplace": lambda data: laplace_release(data, sensitivity=1.0, epsilon=1.0, rng=0),
+    "gaussian": lambda data: gaussian_release(data, sensitivity=1.0, sigma=1.0, rng=0),
+    "infection_curve": lambda data: infection_curve_release(
+        data, population=10_000, n_trials=10, m=10, rng=0
+    ),
+    "regression": lambda data: linear_regression_records(
+        np.array([[0.0, 1.0], [1.0, 0.0]]), data, x_bounds=(-1, 1), y_bounds=(-1, 1)
+    ),
+}
+ENTRIES = {  # data with an entry that is no number; the message may name its type only
+    "string": [0.5, SECRET],
+    "bytes": np.array([SECRET.encode()]),
+    "object": [0.5, {"name": SECRET}],
+    "ragged": [[0.5], [0.25, SECRET]],
+    "complex": np.array([0.5, 4821j]),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_entries_that_are_not_numbers_are_refused_by_type_never_echoed(release, entry):
+    with pytest.raises(ValueError, match="must be an array of real numbers") as err:
+        RELEASES[release](ENTRIES[entry])
+    shown = str(err.value) + repr(err.value.__context__) + repr(err.value.__cause__)
+    for piece in ("Alice", "4821", "shape", "(2,)"):
+        assert piece not in shown
+
+
+def test_counts_of_values_out_of_range_are_not_disclosed():
+    with pytest.raises(ValueError) as err:
+        clamp([0.1, 5.0, 7.0, 0.2], lower=0, upper=1, clip=False)
+    assert not any(ch.isdigit() for ch in str(err.value))
+    with pytest.raises(ValueError) as err:
+        infection_curve_release([5, 1.5, 4000], population=1000, n_trials=10, m=10, rng=0)
+    assert "2 of 3" not in str(err.value) and "2" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "release, match",
+    [
+        # σ below the spacing of the statistic: value + noise == value (issue 12, item 9)
+        (lambda v: gaussian_release(v, sensitivity=1.0, sigma=1e-300, rng=0), "rounding"),
+        (lambda v: gaussian_release(v, sensitivity=1.0, noise_multiplier=1e-200, rng=0), "rounding"),
+        # a declared bound sets the scale: σ = 1e-12 vanishes at 1e6
+        (lambda v: gaussian_release(v, sensitivity=1.0, sigma=1e-12, bound=1e6, rng=0), "rounding"),
+        (lambda v: laplace_release(v, sensitivity=1.0, epsilon=1e12, rng=0), "rounding"),
+        # ε so small that Δ/ε overflows: the release was inf
+        (lambda v: laplace_release(v, sensitivity=1e300, epsilon=1e-10, rng=0), "too large"),
+        (lambda v: laplace_release(v, sensitivity=1.0, epsilon=1e-300, rng=0), "epsilon"),
+        (lambda v: gaussian_release(v, sensitivity=1.0, epsilon=1e-300, delta=1e-5, rng=0), "epsilon"),
+        (lambda v: gaussian_release(v, sensitivity=True, sigma=1.0, rng=0), "sensitivity"),
+        (lambda v: laplace_release(v, sensitivity=1.0, epsilon=1.0, bound=True, rng=0), "bound"),
+    ],
+)
+def test_releases_refuse_noise_that_rounding_erases_or_that_overflows(monkeypatch, release, match):
+    import pymc_dp.mechanisms.release as module
+
+    def must_not_read(*args, **kwargs):
+        raise AssertionError("the statistic was read before the noise was checked")
+
+    monkeypatch.setattr(module, "_as_statistic", must_not_read)
+    with pytest.raises(ValueError, match=match) as err:
+        release(np.array([0.5, 1.25]))
+    assert "1.25" not in str(err.value)
+
+
+def test_a_declared_bound_clamps_the_statistic_and_keeps_the_noise():
+    rel = gaussian_release([5.0, -0.5], sensitivity=1.0, sigma=1e-3, bound=1.0, rng=0)
+    assert np.all(np.abs(rel.value - [1.0, -0.5]) < 0.01)
+    assert rel.noise_scale == 1e-3

@@ -100,3 +100,41 @@ def test_default_tuning_is_short(conjugate):
     report = pymc_dp.privacy_report(step)
     assert report.epsilon == pytest.approx(1.0, rel=1e-6)
     assert idata.posterior.attrs["tuning_steps"] == 100
+
+
+# ---------------------------------------------------------------------- the run's plan
+def test_a_run_beyond_what_the_plan_has_left_is_refused_before_its_first_chain(conjugate):
+    # Issue 12, 10d: one chain of a plan of two ran; a run of two more chains would spend
+    # the second share in chain 0 and fail at chain 1, losing chain 0's draws.
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=2)
+        pm.sample(draws=10, tune=0, chains=1, step=step, random_seed=0, **SAMPLE)
+        with pytest.raises(PrivacyBudgetExceeded, match="1 of which already ran"):
+            pm.sample(draws=10, tune=0, chains=2, step=step, random_seed=1, **SAMPLE)
+    assert len(step.guard.reservations()) == 1
+
+
+def test_a_fixed_noise_plan_that_cannot_fit_is_refused_before_its_first_chain(conjugate):
+    # One chain of 40 iterations fits the budget, two do not: refused before chain 0.
+    model, *_ = conjugate
+    z = 20.0
+    from pymc_dp.accounting import gaussian_epsilon
+
+    assert gaussian_epsilon(40 / (2 * z**2), 1e-3) < 1.0 < gaussian_epsilon(80 / (2 * z**2), 1e-3)
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, delta=1e-3, clip_bound=2.0, noise_multiplier=z, chains=2)
+        with pytest.raises(PrivacyBudgetExceeded, match="2 chain"):
+            pm.sample(draws=30, tune=10, chains=2, step=step, random_seed=0, **SAMPLE)
+    assert step.guard.reservations() == []
+
+
+def test_setup_chain_reserves_nothing_until_the_first_step(conjugate):
+    # PyMC's workers call setup_chain before the main process has checked the run.
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+    step.setup_chain(np.random.default_rng(0), 0, 3)
+    assert step.guard.reservations() == []
+    step.astep(_point_q(step, model))
+    assert len(step.guard.reservations()) == 1
