@@ -351,6 +351,18 @@ class BudgetGuard:
             reservations.append(reservation)
             return reservation
 
+    def verify(self, budget=None) -> None:
+        """Verify the ledger (and that ``budget``, ``(epsilon, delta)``, is its own) without
+        writing to it.
+
+        Raises
+        ------
+        LedgerIntegrityError
+            As :meth:`reserve` would.
+        """
+        with self._locked(write=False, budget=budget):
+            pass
+
     def reservations(self) -> list[dict]:
         """All reservations so far, oldest first (after verifying the ledger)."""
         with self._locked(write=False) as reservations:

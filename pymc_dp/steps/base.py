@@ -291,6 +291,7 @@ class PrivateStep(ArrayStepShared):
 
     def _check_fits(self, events: list[Event]) -> None:
         """Refuse a chain whose events do not fit in what the ledger has left (read only)."""
+        self.guard.verify(budget=(self.epsilon, self.delta))  # a budget changed in memory
         ledger = self.guard.spent()
         ledger.extend(events)
         cost = ledger.epsilon(self.delta)
