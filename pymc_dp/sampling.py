@@ -193,8 +193,9 @@ def sample(
     spending is reserved against the step's budget before it reads the data, and the
     returned ``DataTree`` has
 
-    * no ``observed_data``, ``constant_data`` or log-likelihood groups, no deterministics
-      computed from data (see :func:`release`);
+    * only what :func:`release` keeps: draws of free variables and of deterministics that
+      read no data, the stats the step declares, the coordinates they use (no
+      ``observed_data``, ``constant_data`` or log-likelihood groups, no timings);
     * attrs ``dp_epsilon``, ``dp_delta`` (what this run cost) and ``dp_report`` (a JSON
       string: budget, planned against spent, per chain, the mechanism ledger), which
       survive ``to_netcdf`` and ``to_zarr``.
@@ -587,6 +588,16 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
           :class:`pymc_dp.posterior_sampling.PosteriorSampling`): what it spent over its life.
     delta : float, optional
         δ at which to report a ledger (default: the step's or trace's δ).
+
+    Notes
+    -----
+    For a result that holds more than a release keeps — a plain ``pm.sample`` trace not yet
+    passed through :func:`release`, or a released result extended since (by
+    ``pm.compute_log_likelihood``, ``pm.sample_posterior_predictive(...,
+    extend_inferencedata=True)``, added groups or variables) — the cost is still reported,
+    but a :class:`NotReleasableWarning` is issued, ``report.safe_to_share`` is False and
+    ``str(report)`` opens with "NOT SAFE TO SHARE". A trace in which another sampler ran
+    (stats that no pymc_dp step declares) raises ``ValueError``: its cost is not covered.
 
     Examples
     --------

@@ -17,7 +17,8 @@ PLAIN_PM_SAMPLE = """
 with model:
     step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
     plain = pm.sample(draws=20, tune=10, chains=1, step=step)
-print("plain pm.sample:", round(pymc_dp.privacy_report(pymc_dp.release(plain, model=model)).epsilon, 6))
+released = pymc_dp.release(plain, model=model)
+print("plain pm.sample:", round(pymc_dp.privacy_report(released).epsilon, 6))
 """
 
 
