@@ -66,10 +66,7 @@ def main():
             eps=2.0, clip_bound=1.8, proposal="guided", scaling=0.005, tune_interval=25
         )
         t0 = time.perf_counter()
-        private = pymc_dp.sample(
-            step=step, draws=300, tune=150, chains=2, cores=1, random_seed=1,
-            progressbar=False, quiet=True,
-        )
+        private = pymc_dp.sample(step=step, draws=300, tune=150, chains=2, random_seed=1)
         t_private = time.perf_counter() - t0
 
     summary = az.summary(private, kind="stats", var_names=["intercept", "beta"])

@@ -52,10 +52,42 @@ from pymc_dp.lipschitz import (
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 from pymc_dp.sampling import PrivacyReport, release
 
-__all__ = ["NotConvergedError", "PosteriorSampling", "tempered_model"]
+__all__ = ["NotConvergedError", "PosteriorSampling", "SAMPLE_KWARGS", "tempered_model"]
 
 REPORT_VERSION = 1
 TEMPERED_POTENTIAL = "tempered_loglik"
+
+#: Initialisations of NUTS that print nothing about the tempered model (ADVI and MAP report
+#: losses and log densities).
+_QUIET_INITS = frozenset(
+    {"auto", "adapt_diag", "jitter+adapt_diag", "jitter+adapt_diag_grad", "adapt_full",
+     "jitter+adapt_full"}
+)
+#: The ``pm.sample`` arguments :meth:`PosteriorSampling.sample` passes on: ``None`` (any
+#: value) or the check of the value and why others are refused. They set how NUTS runs,
+#: never what you see of it. Everything else (``callback``, ``trace``, ``idata_kwargs``,
+#: ``keep_warning_stat``, ``discard_tuned_samples``, ``return_inferencedata``, ``step``, other
+#: NUTS samplers, …) is refused: the tempered chain's only output is its N released draws.
+SAMPLE_KWARGS = {
+    "cores": None,
+    "mp_ctx": None,
+    "blas_cores": None,
+    "quiet": None,
+    "initvals": None,
+    "jitter_max_retries": None,
+    "target_accept": None,
+    "max_treedepth": None,
+    "progressbar": (
+        lambda v: v is False,
+        "the bar shows step sizes and divergences of the tempered chain; leave it unset",
+    ),
+    "init": (
+        lambda v: isinstance(v, str) and v in _QUIET_INITS,
+        f"ADVI and MAP report losses and log densities of the tempered model; use one of "
+        f"{sorted(_QUIET_INITS)}",
+    ),
+}
+
 
 GUARANTEE = (
     "Pure ε-DP (δ = 0) for exact, independent draws from the tempered posterior "
@@ -286,9 +318,14 @@ class PosteriorSampling:
             **Not private.** Also return the R-hat and ESS values of the tempered chain
             (functions of all its draws, not covered by ε) for the data holder's eyes only.
         **kwargs
-            Passed to ``pm.sample`` (``cores``, ``target_accept``, …). ``progressbar``
-            defaults to False: NUTS's bar shows step sizes and divergences of the tempered
-            chain (not released, but not private either).
+            Passed to ``pm.sample``; only those in ``SAMPLE_KWARGS`` (``cores``,
+            ``target_accept``, ``max_treedepth``, ``init`` without ADVI or MAP, ``initvals``,
+            ``quiet``, …), and ``progressbar`` only as False. Anything that would show you
+            the tempered chain beyond the N released draws (``callback``, ``trace``,
+            ``discard_tuned_samples``, ``return_inferencedata``, ``idata_kwargs``,
+            ``compute_convergence_checks``, ``keep_warning_stat``, ``step``, the progress
+            bar with its step sizes and divergences, other NUTS samplers) is refused, before
+            anything is reserved or read.
 
         Returns
         -------
@@ -298,6 +335,9 @@ class PosteriorSampling:
 
         Raises
         ------
+        ValueError
+            A keyword argument outside ``SAMPLE_KWARGS`` (e.g. ``callback``), or an accepted
+            one with a value that would show the tempered chain.
         PrivacyBudgetExceeded
             More draws than planned, or a second release from a spent object.
         NotConvergedError
@@ -324,15 +364,7 @@ class PosteriorSampling:
             raise ValueError(
                 f"The run keeps {chains * mcmc_draws} draws, fewer than the {k} to release."
             )
-        forbidden = {"step", "trace", "model", "var_names", "discard_tuned_samples"}
-        if forbidden & set(kwargs):
-            raise ValueError(f"{sorted(forbidden & set(kwargs))} cannot be set here.")
-        if kwargs.get("return_inferencedata") is False:
-            raise ValueError("PosteriorSampling returns a DataTree.")
-        idata_kwargs = dict(kwargs.pop("idata_kwargs", None) or {})
-        if idata_kwargs.get("log_likelihood"):
-            raise ValueError("Log-likelihoods are exact functions of the data; never released.")
-        kwargs.pop("compute_convergence_checks", None)
+        _check_sample_kwargs(kwargs)
 
         if self.guard.reservations():
             raise PrivacyBudgetExceeded(
@@ -352,8 +384,6 @@ class PosteriorSampling:
         self.guard.reserve([event], run_id=run_id, draws=k, temperature=self.temperature)
 
         var_names = self._released_names()
-        # The progress bar would show step sizes and divergences of the tempered chain.
-        kwargs.setdefault("progressbar", False)
         try:
             idata = pm.sample(
                 draws=mcmc_draws,
@@ -363,8 +393,7 @@ class PosteriorSampling:
                 var_names=var_names,
                 random_seed=random_seed,
                 compute_convergence_checks=False,
-                idata_kwargs=idata_kwargs,
-                **kwargs,
+                **{**kwargs, "progressbar": False},
             )
         except pm.exceptions.SamplingError:
             # PyMC's message lists log densities at the starting point, which read the data.
@@ -393,10 +422,10 @@ class PosteriorSampling:
         released = _thin(posterior, var_names, k)
         report = self._report(run_id, k, chains, tune, mcmc_draws, min_ess)
         result = xr.DataTree.from_dict({"posterior": released})
-        result = release(result, model=self.model)
         result.attrs["dp_epsilon"] = report.epsilon
         result.attrs["dp_delta"] = report.delta
         result.attrs["dp_report"] = report.to_json()
+        result = release(result, model=self.model)
         if return_diagnostics:
             return result, _label_private(diagnostics)
         return result
@@ -542,6 +571,22 @@ def _thin(posterior: xr.Dataset, names: Sequence[str], k: int) -> xr.Dataset:
             if dim in posterior.coords:
                 coords[dim] = posterior.coords[dim].values
     return xr.Dataset(data_vars, coords=coords)
+
+
+def _check_sample_kwargs(kwargs: dict) -> None:
+    """Refuse any ``pm.sample`` argument outside :data:`SAMPLE_KWARGS`, or a refused value."""
+    refused = sorted(set(kwargs) - set(SAMPLE_KWARGS))
+    if refused:
+        raise ValueError(
+            f"PosteriorSampling.sample does not pass {refused} on to pm.sample: the tempered "
+            "chain's only output is the N released draws, and these would show you more of it "
+            f"(draws, tuning, statistics) or change what is returned. Accepted: "
+            f"{sorted(SAMPLE_KWARGS)}."
+        )
+    for name, value in kwargs.items():
+        rule = SAMPLE_KWARGS[name]
+        if rule is not None and not rule[0](value):
+            raise ValueError(f"PosteriorSampling.sample refuses this {name}= value: {rule[1]}.")
 
 
 def _default_chains() -> int:

@@ -1,17 +1,24 @@
 """Everything about results: :func:`sample`, :func:`release`, :func:`privacy_report`.
 
-A result that users will share carries the posterior draws, the sampler's public stats and
-the privacy report, and nothing else: no observed or constant data, no log-likelihoods, no
-deterministics computed from data, no data-dependent diagnostics.
+A result that users will share carries the posterior draws, the stats that pymc_dp's steps
+declare and the privacy report, and nothing else: no observed or constant data, no
+log-likelihoods, no deterministics computed from data, no stats of other samplers, no timings,
+no coordinates that no released variable uses. :func:`release` builds such a result from a
+whitelist and records what it released, so that a result extended afterwards (e.g. by
+``pm.compute_log_likelihood``) is recognised as no longer safe to share.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
+import pkgutil
 import uuid
+import warnings
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +28,7 @@ import xarray as xr
 from pymc.model import modelcontext
 from pymc.step_methods.compound import CompoundStep
 
+from pymc_dp import _progressbar
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
@@ -29,16 +37,42 @@ from pymc_dp.model import data_dependent_deterministics
 from pymc_dp.steps.base import PrivateStep
 from pymc_dp.steps.subsampled import events_from_stats
 
-__all__ = ["PrivacyReport", "privacy_report", "release", "sample"]
+__all__ = [
+    "NotReleasableWarning",
+    "PrivacyReport",
+    "declared_stats",
+    "privacy_report",
+    "release",
+    "sample",
+]
 
-#: The only groups a released result keeps: draws and the samplers' public stats. Every
+#: The only groups a released result keeps: draws and the stats of pymc_dp's steps. Every
 #: other group (observed/constant data, log-likelihoods, predictive draws computed with the
 #: data's covariates, …) is dropped.
 RELEASED_GROUPS = ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats")
-#: Sample stats that are exact functions of the data when a non-private step made them.
-PRIVATE_STATS = ("lp", "model_logp", "log_likelihood", "energy", "energy_error", "clip_fraction")
+STATS_GROUPS = ("sample_stats", "warmup_sample_stats")
+#: Group attributes that say how a result was made and nothing about the data. Any other
+#: (e.g. ``sampling_time``: wall-clock time is a side channel that ε does not cover) is dropped.
+PUBLIC_GROUP_ATTRS = (
+    "created_at",
+    "creation_library",
+    "creation_library_version",
+    "creation_library_language",
+    "inference_library",
+    "inference_library_version",
+    "sample_dims",
+    "tuning_steps",
+)
+#: The root attribute in which a release records the variables of each group it released.
+RELEASED_ATTR = "dp_released"
+#: Root attributes a released result keeps: the privacy report and the release record.
+RELEASE_ATTRS = ("dp_epsilon", "dp_delta", "dp_report", RELEASED_ATTR)
 
 REPORT_VERSION = 1
+
+# PyMC 6.4's progress bar imports matplotlib, which nothing installs: without this, every
+# pm.sample with the default progressbar=True fails on a fresh install (pymc_dp._progressbar).
+_progressbar.install()
 
 
 @dataclass(frozen=True)
@@ -60,8 +94,15 @@ class PrivacyReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
+    @property
+    def safe_to_share(self) -> bool:
+        """False when the result this report read holds more than a release keeps."""
+        return "not_safe_to_share" not in self.details
+
     def __str__(self) -> str:
         lines = [f"(ε, δ) = ({self.epsilon:.6g}, {self.delta:.3g})   [{self.source}]"]
+        if not self.safe_to_share:
+            lines.insert(0, f"NOT SAFE TO SHARE: {self.details['not_safe_to_share']}")
         budget = self.details.get("budget")
         if budget:
             plan = (
@@ -152,8 +193,9 @@ def sample(
     spending is reserved against the step's budget before it reads the data, and the
     returned ``DataTree`` has
 
-    * no ``observed_data``, ``constant_data`` or log-likelihood groups, no deterministics
-      computed from data (see :func:`release`);
+    * only what :func:`release` keeps: draws of free variables and of deterministics that
+      read no data, the stats the step declares, the coordinates they use (no
+      ``observed_data``, ``constant_data`` or log-likelihood groups, no timings);
     * attrs ``dp_epsilon``, ``dp_delta`` (what this run cost) and ``dp_report`` (a JSON
       string: budget, planned against spent, per chain, the mechanism ledger), which
       survive ``to_netcdf`` and ``to_zarr``.
@@ -306,51 +348,228 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
 
 
 # ---------------------------------------------------------------------- release
+class NotReleasableWarning(UserWarning):
+    """:func:`privacy_report` read a result that holds more than a release keeps."""
+
+
+@functools.cache
+def declared_stats() -> dict[str, dict[str, tuple]]:
+    """The sample stats each of pymc_dp's steps declares: the only stats a release keeps.
+
+    Read from the step classes themselves (``stats_dtypes_shapes`` of every concrete
+    :class:`~pymc_dp.steps.base.PrivateStep` subclass in :mod:`pymc_dp.steps`), so that a
+    new step's stats are released as soon as the step declares them, and nothing else is.
+    Subclasses defined outside pymc_dp are not trusted.
+
+    Returns
+    -------
+    dict
+        ``{step class name: {stat name: (dtype, shape)}}``.
+
+    Examples
+    --------
+    >>> sorted(declared_stats()["DPPenalty"])  # doctest: +NORMALIZE_WHITESPACE
+    ['accept', 'accepted', 'dp_delta', 'dp_mu', 'dp_mu_chain', 'noise_multiplier',
+     'scaling']
+    """
+    import pymc_dp.steps as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+    found, todo = {}, list(PrivateStep.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__module__.startswith(f"{package.__name__}.") and cls.stats_dtypes_shapes:
+            found[cls.__name__] = dict(cls.stats_dtypes_shapes)
+    return found
+
+
+def _stats_owner(idata) -> tuple[str, bool] | None:
+    """Which pymc_dp step made the trace's sample stats, and whether its privacy stats are there.
+
+    ``None`` if the trace has no sample stats. Raises if any stat is not one that a single
+    pymc_dp step declares, with the declared shape: another sampler ran in the chains (PyMC
+    stacks a stat that two samplers share along an extra dimension).
+    """
+    groups = [idata[g].to_dataset() for g in STATS_GROUPS if g in idata.children]
+    shapes = {}
+    for ds in groups:
+        for name, da in ds.data_vars.items():
+            shapes.setdefault(name, set()).add(da.ndim)
+    if not groups:
+        return None
+    declared = declared_stats()
+    fitting = [
+        step
+        for step, stats in declared.items()
+        if all(
+            name in stats and (stats[name][1] is None or ndims == {2 + len(stats[name][1])})
+            for name, ndims in shapes.items()
+        )
+    ]
+    for step in fitting:
+        if {name for name in declared[step] if name.startswith("dp_")} <= set(shapes):
+            return step, True
+    if fitting:
+        return fitting[0], False
+    known = set().union(*declared.values())
+    unknown = sorted(set(shapes) - known)
+    if unknown:
+        why = f"sample stats that no pymc_dp step declares ({unknown})"
+    else:
+        why = (
+            "sample stats recorded by more than one sampler, or stats of different pymc_dp "
+            f"steps together ({sorted(shapes)})"
+        )
+    raise ValueError(
+        f"This trace holds {why}: another sampler ran in its chains, and its stats are exact "
+        "functions of the data (a Metropolis step that never moves still records its "
+        "acceptance ratio). Nothing of it can be released, and its privacy cost is not "
+        "covered. Sample with one pymc_dp step only (pymc_dp.sample refuses other steps)."
+    )
+
+
+def _released_record(idata) -> dict[str, list[str]] | None:
+    """The variables of each group that :func:`release` kept, or ``None`` if never released."""
+    record = idata.attrs.get(RELEASED_ATTR)
+    return None if record is None else json.loads(record)["groups"]
+
+
+def _unreleased_content(idata) -> list[str]:
+    """What ``idata`` holds beyond what a release keeps (empty for a released result)."""
+    record = _released_record(idata)
+    found = [
+        f"group {node.path.lstrip('/')!r}"
+        for node in idata.subtree
+        if node is not idata and node.path.lstrip("/") not in (record or RELEASED_GROUPS)
+    ]
+    if record is None:
+        found.append("no record of a pymc_dp release (plain pm.sample keeps all it computed)")
+        return found
+    for group, names in record.items():
+        if group in idata.children:
+            extra = sorted(set(idata[group].data_vars) - set(names))
+            found += [f"variable {v!r} of group {group!r}" for v in extra]
+    return found
+
+
 def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
-    """A copy of ``idata`` without anything computed from the private data without noise.
+    """A new result with only what pymc_dp's private steps released, built from a whitelist.
 
-    Keeps only the groups ``posterior``, ``sample_stats`` and their warm-up versions (so no
-    ``observed_data``, ``constant_data``, ``log_likelihood``, nor predictive groups, which are
-    computed with the data's covariates); drops the sample stats ``lp``, ``model_logp``,
-    ``energy``, ``energy_error`` and ``clip_fraction``; keeps in the posterior only free
-    variables and deterministics that read neither data nor array constants (found from
-    ``model``, or the model in context); and drops any ``drop_vars``.
+    Keeps
 
-    ``model`` is required (given or in context) unless ``idata`` already came from
-    :func:`pymc_dp.sample`.
+    * the groups ``posterior``, ``sample_stats`` and their warm-up versions (so no
+      ``observed_data``, ``constant_data``, ``log_likelihood``, nor predictive groups, which
+      are computed with the data or its covariates);
+    * in the posterior, free variables and deterministics that read neither data nor array
+      constants (found from ``model``, or the model in context);
+    * in the sample stats, the stats that pymc_dp's steps declare (:func:`declared_stats`);
+    * the coordinates that a kept variable uses, the group attributes in
+      ``PUBLIC_GROUP_ATTRS`` (no timings) and the root attributes ``dp_epsilon``,
+      ``dp_delta``, ``dp_report``;
+
+    drops any ``drop_vars``, and records in the attribute ``dp_released`` what it kept.
+
+    Parameters
+    ----------
+    idata : DataTree
+        A result of ``pm.sample`` with a pymc_dp step, of :func:`pymc_dp.sample` or of
+        :class:`pymc_dp.PosteriorSampling`.
+    model : pm.Model, optional
+        Required (given or in context) unless ``idata`` came from :func:`pymc_dp.sample`
+        or was released before.
+    drop_vars : iterable of str
+        Further variables to leave out.
+
+    Raises
+    ------
+    ValueError
+        * the trace holds stats that no pymc_dp step declares, or stats of two samplers:
+          another sampler ran in its chains;
+        * nothing shows that a private step made the draws (no privacy stats, no report);
+        * ``idata`` was released before and then extended with content computed from the
+          data (``pm.compute_log_likelihood``,
+          ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, added groups
+          or variables).
 
     Examples
     --------
     >>> import numpy as np, pymc as pm, pymc_dp
     >>> with pm.Model() as m:
     ...     mu = pm.Normal("mu")
-    ...     _ = pm.Normal("y", mu, 1, observed=np.zeros(3))
-    ...     idata = pm.sample_prior_predictive(draws=5, random_seed=0)
-    >>> "observed_data" in pymc_dp.release(idata, model=m).children
-    False
+    ...     _ = pm.Normal("y", mu, 1, observed=np.zeros(30))
+    ...     step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, chains=1)
+    ...     idata = pm.sample(draws=5, tune=5, chains=1, step=step, progressbar=False,
+    ...                       compute_convergence_checks=False)
+    >>> sorted(idata.children)
+    ['observed_data', 'posterior', 'sample_stats']
+    >>> sorted(pymc_dp.release(idata, model=m).children)
+    ['posterior', 'sample_stats']
     """
-    out = idata.copy(deep=False)
-    out = out.drop_nodes([g for g in out.children if g not in RELEASED_GROUPS])
+    if _released_record(idata) is not None:
+        extra = _unreleased_content(idata)
+        if extra:
+            raise ValueError(
+                f"This result was released by pymc_dp and then extended with {', '.join(extra)}: "
+                "computed from the data without noise (e.g. by pm.compute_log_likelihood or "
+                "pm.sample_posterior_predictive(..., extend_inferencedata=True)). It is not "
+                "safe to share: share the result as it was released (keep a copy before "
+                "extending it), or drop what was added."
+            )
+    owner = _stats_owner(idata)
+    if "dp_report" not in idata.attrs and not (owner and owner[1]):
+        raise ValueError(
+            "Nothing shows that a pymc_dp step made these draws: the result has neither a "
+            "privacy report (dp_report) nor the privacy stats of a pymc_dp step. Release only "
+            "results of pymc_dp.sample, of pm.sample with a pymc_dp step (stats kept), or of "
+            "pymc_dp.PosteriorSampling."
+        )
     if model is None:
         try:
             model = modelcontext(None)
         except TypeError:
-            if "dp_report" not in idata.attrs:
+            if "dp_report" not in idata.attrs and _released_record(idata) is None:
                 raise ValueError(
                     "release needs the model (model=... or a model context) to tell free "
                     "variables from deterministics computed from data."
                 ) from None
     keep = None if model is None else set(_releasable_names(model))
-    for group in list(out.children):
-        ds = out[group].to_dataset()
-        to_drop = [v for v in ds.data_vars if v in set(drop_vars)]
-        if group.endswith("posterior") and keep is not None:
-            to_drop += [v for v in ds.data_vars if v not in keep]
-        if group.endswith("sample_stats"):
-            to_drop += [v for v in ds.data_vars if v in PRIVATE_STATS]
-        if to_drop:
-            out[group] = ds.drop_vars(sorted(set(to_drop)))
+    stats = set().union(*declared_stats().values())
+    groups, record = {}, {}
+    for group in RELEASED_GROUPS:
+        if group not in idata.children:
+            continue
+        ds = idata[group].to_dataset()
+        allowed = stats if group in STATS_GROUPS else keep
+        names = [
+            v
+            for v in ds.data_vars
+            if v not in set(drop_vars) and (allowed is None or v in allowed)
+        ]
+        groups[group] = _public_dataset(ds, names)
+        record[group] = names
+    out = xr.DataTree.from_dict(groups)
+    out.attrs = {k: v for k, v in idata.attrs.items() if k in RELEASE_ATTRS}
+    out.attrs[RELEASED_ATTR] = json.dumps({"groups": record})
     return out
+
+
+def _public_dataset(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
+    """The variables ``names`` of ``ds``, the coordinates they use, the public attributes.
+
+    Built anew, so that no variable attribute, unused coordinate or dimension (a coordinate
+    can be built from the data, e.g. labels of the observations) comes along.
+    """
+    used = {d for v in names for d in ds[v].dims}
+    coords = {
+        c: (ds[c].dims, ds[c].values)
+        for c in ds.coords
+        if ds[c].dims and set(ds[c].dims) <= used
+    }
+    data = {v: (ds[v].dims, ds[v].values) for v in names}
+    attrs = {k: v for k, v in ds.attrs.items() if k in PUBLIC_GROUP_ATTRS}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 # ---------------------------------------------------------------------- report
@@ -369,6 +588,16 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
           :class:`pymc_dp.posterior_sampling.PosteriorSampling`): what it spent over its life.
     delta : float, optional
         δ at which to report a ledger (default: the step's or trace's δ).
+
+    Notes
+    -----
+    For a result that holds more than a release keeps — a plain ``pm.sample`` trace not yet
+    passed through :func:`release`, or a released result extended since (by
+    ``pm.compute_log_likelihood``, ``pm.sample_posterior_predictive(...,
+    extend_inferencedata=True)``, added groups or variables) — the cost is still reported,
+    but a :class:`NotReleasableWarning` is issued, ``report.safe_to_share`` is False and
+    ``str(report)`` opens with "NOT SAFE TO SHARE". A trace in which another sampler ran
+    (stats that no pymc_dp step declares) raises ``ValueError``: its cost is not covered.
 
     Examples
     --------
@@ -400,15 +629,36 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
             obj.epsilon(delta), delta, "ledger", {"ledger": obj.summary()}
         )
     if isinstance(obj, xr.DataTree):
+        _stats_owner(obj)  # refuses a trace in which another sampler ran: ε would not cover it
         if "dp_report" in obj.attrs:
             data = json.loads(obj.attrs["dp_report"])
             eps, d, source = data.pop("epsilon"), data.pop("delta"), data.pop("source")
-            return PrivacyReport(eps, d, source, data)
-        return _report_from_stats(obj, delta)
+            report = PrivacyReport(eps, d, source, data)
+        else:
+            report = _report_from_stats(obj, delta)
+        return _flag_unreleased(report, obj)
     lifetime = getattr(obj, "lifetime_privacy_report", None)  # e.g. PosteriorSampling
     if callable(lifetime):
         return lifetime()
     raise TypeError(f"privacy_report does not know how to read a {type(obj).__name__}")
+
+
+def _flag_unreleased(report: PrivacyReport, idata: xr.DataTree) -> PrivacyReport:
+    """Mark, and warn about, a report whose result holds more than a release keeps.
+
+    The cost is still reported (a plain ``pm.sample`` trace needs it before its release),
+    but ``str(report)`` opens with "NOT SAFE TO SHARE" and ``report.safe_to_share`` is False.
+    """
+    found = _unreleased_content(idata)
+    if not found:
+        return report
+    text = (
+        f"this result holds {', '.join(found)}: computed from the data without noise, not covered "
+        "by ε. Share only the output of pymc_dp.release(idata, model=model), or a result "
+        "of pymc_dp.sample as it was returned."
+    )
+    warnings.warn(f"Not safe to share: {text}", NotReleasableWarning, stacklevel=3)
+    return replace(report, details={**report.details, "not_safe_to_share": text})
 
 
 def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport:

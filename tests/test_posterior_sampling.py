@@ -246,9 +246,49 @@ def test_clear_errors(bernoulli_data):
     mech = PosteriorSampling(eps=1.0, draws=1, model=beta_bernoulli(bernoulli_data))
     with pytest.raises(ValueError, match="chains"):
         mech.sample(chains=1)
-    with pytest.raises(ValueError, match="log_likelihood|Log-likelihoods"):
+    with pytest.raises(ValueError, match="idata_kwargs"):
         mech.sample(idata_kwargs={"log_likelihood": True}, **RUN)
     assert mech.guard.reservations() == []
+
+
+@pytest.fixture(scope="module")
+def unspent(bernoulli_data, tmp_path_factory):
+    """One object for every refusal: each must leave its budget untouched."""
+    return PosteriorSampling(eps=1.0, draws=1, model=beta_bernoulli(bernoulli_data),
+                             ledger_dir=tmp_path_factory.mktemp("ledgers"))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"callback": lambda trace, draw: None},  # would see every tempered draw
+        {"trace": "zarr"},
+        {"backend": "zarr"},
+        {"discard_tuned_samples": False},
+        {"return_inferencedata": False},
+        {"idata_kwargs": {"attrs": {}}},
+        {"compute_convergence_checks": True},
+        {"keep_warning_stat": True},
+        {"step": "nuts"},
+        {"nuts_sampler": "numpyro"},
+        {"nuts_sampler_kwargs": {}},
+        {"var_names": ["p"]},
+        {"model": None},
+        {"n_init": 10},
+        {"compile_kwargs": {}},
+        {"progressbar_theme": None},
+        {"progressbar": True},  # step sizes and divergences of the tempered chain
+        {"progressbar": "combined"},
+        {"init": "advi+adapt_diag"},  # ADVI's loss
+        {"init": "map"},
+    ],
+    ids=lambda kw: "-".join(f"{k}={v!r}"[:30] for k, v in kw.items()),
+)
+def test_sample_arguments_that_show_the_tempered_chain_are_refused(unspent, kwargs):
+    mech = unspent
+    with pytest.raises(ValueError, match="does not pass|refuses this"):
+        mech.sample(chains=2, tune=10, mcmc_draws=10, **kwargs)
+    assert mech.guard.reservations() == []  # refused before the budget or the data
 
 
 # ---------------------------------------------------------------------- audit

@@ -1,4 +1,5 @@
 import json
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -8,6 +9,7 @@ import xarray as xr
 import pymc_dp
 
 from pymc_dp.accounting import GaussianEvent, PrivacyLedger, gaussian_epsilon
+from pymc_dp.sampling import NotReleasableWarning, declared_stats
 
 SAMPLE = dict(progressbar=False, cores=1, compute_convergence_checks=False)
 
@@ -39,6 +41,7 @@ def released(regression_model):
 def test_result_carries_no_private_data(released):
     idata, _ = released
     assert set(idata.children) == {"posterior", "sample_stats"}
+    assert all("sampling_time" not in idata[g].attrs for g in idata.children)  # a timing
     assert "fit" not in idata.posterior and "beta_sum" in idata.posterior
     stats = set(idata.sample_stats.data_vars)
     assert {"accept", "accepted", "dp_mu", "dp_mu_chain", "dp_delta"} <= stats
@@ -72,15 +75,19 @@ def test_attrs_survive_saving(released, tmp_path, fmt):
     assert back.attrs["dp_epsilon"] == idata.attrs["dp_epsilon"]
     assert json.loads(back.attrs["dp_report"]) == json.loads(idata.attrs["dp_report"])
     assert pymc_dp.privacy_report(back).epsilon == pytest.approx(3.0, rel=1e-6)
+    assert pymc_dp.privacy_report(back).safe_to_share  # the release record survives too
+    assert set(pymc_dp.release(back).children) == {"posterior", "sample_stats"}
 
 
 def test_privacy_report_of_plain_pm_sample_is_recomputed_from_the_trace(regression_model):
     with regression_model:
         step = pymc_dp.DPPenalty(eps=2.0, clip_bound=3.0, chains=2)
         idata = pm.sample(draws=50, tune=30, chains=2, step=step, random_seed=0, **SAMPLE)
-    report = pymc_dp.privacy_report(idata)
+    with pytest.warns(NotReleasableWarning, match="observed_data"):
+        report = pymc_dp.privacy_report(idata)
     assert report.epsilon == pytest.approx(2.0, rel=1e-6)
     assert "trace" in report.source
+    assert not report.safe_to_share and str(report).startswith("NOT SAFE TO SHARE")
     # plain pm.sample keeps the private groups; release strips them
     assert "observed_data" in idata.children and "fit" in idata.posterior
     clean = pymc_dp.release(idata, model=regression_model)
@@ -141,3 +148,94 @@ def test_pymc_dp_sample_runs_exactly_one_private_step(regression_model):
         b = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
         with pytest.raises(pymc_dp.UnsupportedModelError, match="exactly one"):
             pymc_dp.sample(step=[a, b], draws=10)
+
+
+# ---------------------------------------------------------------------- release whitelist
+def test_release_keeps_exactly_the_stats_the_steps_declare():
+    steps = (pymc_dp.DPPenalty, pymc_dp.DPHMC, pymc_dp.MinibatchDPPenalty, pymc_dp.DPBarker,
+             pymc_dp.ABCDP)
+    assert declared_stats() == {s.__name__: s.stats_dtypes_shapes for s in steps}
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 5)
+        pm.Normal("y", mu, 1.0, observed=np.random.default_rng(1).normal(size=40))
+    return m
+
+
+def test_a_trace_with_another_samplers_stats_is_refused(small_model):
+    # A Metropolis step that never moves leaves the private step's guard quiet, but records
+    # its exact acceptance ratio, a function of the data.
+    with small_model:
+        dp = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        frozen = pm.Metropolis([small_model["mu"]], scaling=1e12, tune=False)
+        mixed = pm.sample(draws=5, tune=0, chains=1, step=[dp, frozen], random_seed=0, **SAMPLE)
+    for refuse in (pymc_dp.release, pymc_dp.privacy_report):
+        with pytest.raises(ValueError, match="another sampler ran"):
+            refuse(mixed)
+    # Stats of a sampler pymc_dp does not know, next to a private step's.
+    with small_model:
+        dp = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        idata = pm.sample(draws=5, tune=0, chains=1, step=dp, random_seed=0, **SAMPLE)
+    idata["sample_stats"] = idata["sample_stats"].to_dataset().assign(
+        energy=idata.sample_stats["accept"]
+    )
+    with pytest.raises(ValueError, match=r"no pymc_dp step declares \(\['energy'\]\)"):
+        pymc_dp.release(idata, model=small_model)
+    # A non-private sampler alone: its stats are a subset of DPPenalty's, but no privacy stats.
+    with small_model:
+        plain = pm.sample(draws=5, tune=0, chains=1, step=pm.Metropolis(), random_seed=0,
+                          **SAMPLE)
+    with pytest.raises(ValueError, match="Nothing shows that a pymc_dp step"):
+        pymc_dp.release(plain, model=small_model)
+
+
+def test_release_drops_coordinates_no_released_variable_uses(tmp_path):
+    y = np.random.default_rng(2).normal(size=30)
+    labels = [f"person-{v:.9f}" for v in y]  # a coordinate built from the data
+    with pm.Model(coords={"obs_id": labels}) as m:
+        x = pm.Data("x", np.ones(30), dims="obs_id")
+        mu = pm.Normal("mu", 0, 5)
+        pm.Deterministic("fit", mu * x, dims="obs_id")  # computed from data: left out
+        pm.Normal("y", mu, 1.0, observed=y, dims="obs_id")
+        with pytest.warns(UserWarning, match="computed from data"):
+            steps = [pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1) for _ in range(2)]
+        raw = pm.sample(draws=5, tune=0, chains=1, random_seed=0, step=steps[0], **SAMPLE)
+        result = pymc_dp.sample(step=steps[1], draws=5, tune=0, chains=1, random_seed=0,
+                                **SAMPLE)
+    for idata in (pymc_dp.release(raw, model=m), result):
+        assert all("obs_id" not in idata[g].dims and "obs_id" not in idata[g].coords
+                   for g in idata.children)
+        path = tmp_path / "result.nc"
+        idata.to_netcdf(path)
+        assert b"person-" not in path.read_bytes()
+
+
+def test_a_released_result_extended_by_pymc_is_no_longer_releasable(released, regression_model):
+    idata, _ = released
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pymc_dp.privacy_report(idata).safe_to_share
+    with regression_model:
+        extended = {
+            "log_likelihood": pm.compute_log_likelihood(idata.copy(), progressbar=False),
+            "posterior_predictive": pm.sample_posterior_predictive(
+                idata.copy(), extend_inferencedata=True, progressbar=False
+            ),
+        }
+    added = idata.copy()
+    added["posterior"] = added["posterior"].to_dataset().assign(
+        fit=added.posterior["beta"].sum("beta_dim_0")
+    )
+    extended["fit"] = added
+    for what, tree in extended.items():
+        with pytest.warns(NotReleasableWarning, match=what):
+            report = pymc_dp.privacy_report(tree)
+        assert not report.safe_to_share and str(report).startswith("NOT SAFE TO SHARE")
+        assert report.epsilon == pytest.approx(idata.attrs["dp_epsilon"])
+        with pytest.raises(ValueError, match=f"then extended with .*{what}"):
+            pymc_dp.release(tree, model=regression_model)
+    # what was released is still releasable
+    assert set(pymc_dp.release(idata).children) == {"posterior", "sample_stats"}
