@@ -580,7 +580,7 @@ class PrivateModel:
         self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
         # The gate, before anything is compiled or evaluated: the proof that row j reads
         # data row j only, and the range of every index array.
-        self._check_graph([per_datum], self._placeholders, "The per-datum log-likelihood")
+        self._check_graph([per_datum], q, self._placeholders, "The per-datum log-likelihood")
         self._prior_graph = prior  # for the lazily compiled gradients
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
@@ -596,11 +596,11 @@ class PrivateModel:
         self._prior_fn.trust_input = True
         self._probe_rows_are_independent()
 
-    def _check_graph(self, outputs, row_inputs, what: str, public=()) -> None:
+    def _check_graph(self, outputs, q, row_inputs, what: str, public=()) -> None:
         """Refuse ``outputs`` unless proven row-local and its index arrays in range.
 
         ``row_inputs`` are the per-datum inputs (their values: the data, in order); the
-        graph's other input is the raveled point θ. The proof
+        graph's other input is the raveled point θ, ``q``. The proof
         (:mod:`pymc_dp.row_locality`) is the gate: every operation must match a rule that
         shows output row j reads data row j only, or the model is refused, naming the
         operation's type. Then every integer index array must lie in its table
@@ -612,7 +612,7 @@ class PrivateModel:
         except NotRowLocal as err:
             raise UnsupportedModelError(_not_row_local(what, err)) from None
         point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
-        check_index_bounds(outputs, [self._q, *row_inputs], [point, *self._data_values])
+        check_index_bounds(outputs, [q, *row_inputs], [point, *self._data_values])
 
     def _probe_rows_are_independent(self):
         """A second line behind the proof: move a few rows and watch the others.
@@ -813,7 +813,7 @@ class PrivateModel:
         # the likelihood's data constants are inputs by now.)
         likelihood = set(graph_inputs([self._per_datum_graph]))
         added = [c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood]
-        self._check_graph(columns, self._placeholders, "The per-datum gradient", added)
+        self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
         clipped = clipped_row_sum(columns, bound)
         chosen = "forward" if reverse is None else "reverse"
         return [q, bound, *self._placeholders], [clipped, prior_grad, dropped], chosen
@@ -939,7 +939,7 @@ class PrivateModel:
             return
         try:
             inputs, output = self._rows_graph()
-            self._check_graph([output], inputs[1:], "The log-likelihood of a batch of rows")
+            self._check_graph([output], inputs[0], inputs[1:], "The log-likelihood of a batch of rows")
             fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise
