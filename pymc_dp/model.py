@@ -417,7 +417,7 @@ class PrivateModel:
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
         self._likelihood_terms = likelihood
         # A NumPy array with n rows written into the likelihood holds per-individual values
-        # (covariates): it is data like pm.Data, so the row probe must move its rows too.
+        # (covariates): it is data like pm.Data, whose rows the row-locality proof follows.
         sideways = 0
         for k, const in enumerate(_array_constants(likelihood)):
             shape = np.shape(const.data)
@@ -484,7 +484,7 @@ class PrivateModel:
 
         PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
         of n rows, a threshold on ``max(y)``) into new constants when it builds the
-        log-densities, so the row probe only ever sees their results. They are found here,
+        log-densities, so the row-locality proof only sees their results. They are found here,
         on the model's own graphs of the parameters of every observed and free variable
         (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
         distributions), by the structural row-locality proof (:mod:`pymc_dp.row_locality`)

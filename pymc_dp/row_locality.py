@@ -303,8 +303,20 @@ def _rule_for(op) -> Rule | None:
     return None
 
 
-@lru_cache(maxsize=4096)
 def _is_known(op) -> bool:
+    """Whether ``op`` computes its outputs from its inputs only (cached where hashable)."""
+    try:
+        return _is_known_cached(op)
+    except TypeError:  # an Op whose properties are not hashable
+        return _known_parts(op)
+
+
+@lru_cache(maxsize=4096)
+def _is_known_cached(op) -> bool:
+    return _known_parts(op)
+
+
+def _known_parts(op) -> bool:
     """Whether ``op`` computes its outputs from its inputs only, by known parts.
 
     An Op type with a rule, whose scalar Op (elementwise, reductions) is one of PyTensor's or

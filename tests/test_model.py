@@ -433,8 +433,8 @@ CROSS_ROW_TERMS = {
 def test_a_row_that_makes_every_row_non_finite_is_a_cross_row_effect():
     # The probe used to skip a change that made every ℓ_j non-finite as "uninformative"
     # (PyMC's checks over all rows did that; they are now taken out of the graph). Here one
-    # far-away row switches every row to -inf behind an op the structural proof does not
-    # cover (LogSumExp), so only the probe can see it.
+    # far-away row switches every row to -inf behind LogSumExp over the rows, which the
+    # structural proof now follows into its inner graph (a max over the datum axis).
     def logp(value, mu):
         return -0.5 * (value - mu) ** 2 + pt.switch(pt.logsumexp(value) < 1e5, 0.0, -np.inf)
 
