@@ -26,11 +26,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytensor
 
+from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.scalar.basic import Cast, Clip
 from pytensor.tensor.basic import ARange
+from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.shape import Reshape, SpecifyShape
 from pytensor.tensor.subtensor import (
@@ -47,7 +49,8 @@ __all__ = ["check_index_bounds"]
 
 _UNBOUNDED = (
     "The log-likelihood indexes a table with an integer array computed inside the model "
-    "(an expression such as g * 2 or g + offset of data, or of the parameters). Its range "
+    "(an expression such as g * 2 or g + offset of data, or of the parameters, or an index "
+    "inside an operation defined by an inner graph). Its range "
     "cannot be checked before sampling, and an index outside the table reads memory outside "
     "it. Pass the index array directly as data (pm.Data, a NumPy array, or a container "
     "declared with pymc_dp.public_data), already in the range of the table."
@@ -90,6 +93,8 @@ def check_index_bounds(
     checks = []  # (lo, hi, length) as numbers or scalar expressions
     nodes = io_toposort(list(graph_inputs(list(outputs))), list(outputs))
     for node in nodes:
+        if _indexes_by_its_inputs(node.op):
+            raise UnsupportedModelError(_UNBOUNDED)  # inside an inner graph: not followed
         if not isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor):
             continue
         skip = 2 if isinstance(node.op, AdvancedIncSubtensor) else 1
@@ -142,6 +147,26 @@ def _bounds(e: Variable, known: Mapping, data: set, params: Variable):
     if _public([e], data, params):
         return e, e
     raise UnsupportedModelError(_UNBOUNDED)
+
+
+def _indexes_by_its_inputs(op) -> bool:
+    """Whether an Op with an inner graph indexes by an integer array computed from its inputs.
+
+    (PyTensor's own inner graphs index by constants, if at all.)
+    """
+    inner = op.core_op if isinstance(op, Blockwise) else op
+    if not isinstance(inner, OpFromGraph):
+        return False
+    inputs = list(inner.inner_inputs)
+    for node in io_toposort(inputs, list(inner.inner_outputs)):
+        if _indexes_by_its_inputs(node.op):
+            return True
+        if isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor):
+            skip = 2 if isinstance(node.op, AdvancedIncSubtensor) else 1
+            reads = value_ancestors(node.inputs[skip:])
+            if any(i in reads for i in inputs):
+                return True
+    return False
 
 
 def _keeps_values(node) -> bool:

@@ -297,6 +297,20 @@ def test_an_index_computed_from_data_is_refused():
             STEPS["DPPenalty"]()
 
 
+def test_an_index_inside_an_inner_graph_is_refused():
+    # The bounds check does not follow indices into an OpFromGraph: refused, not waved through.
+    from pytensor.compile.builders import OpFromGraph
+
+    with pm.Model():
+        group = pm.Data("group", GROUP)
+        table, index = pt.dvector(), group.type()
+        take = OpFromGraph([table, index], [table[index]])
+        a = pm.Normal("a", shape=4)
+        pm.Normal("y", take(a, group), 1, observed=Y)
+        with pytest.raises(UnsupportedModelError, match="inner graph"):
+            STEPS["DPPenalty"]()
+
+
 # ---------------------------------------------------------------------- public containers
 @pytest.mark.parametrize("where", ["prior", "likelihood"])
 def test_public_containers_are_frozen_once_the_step_is_built(where):
