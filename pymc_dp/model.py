@@ -433,9 +433,9 @@ class PrivateModel:
             # say, has a shape that depends on the values.)
             raise UnsupportedModelError(
                 "The likelihood reads NumPy arrays with one entry per individual on an axis "
-                "other than the first. If they hold people's values (transposed covariates), put one "
-                "row per person on the leading axis; if they are public constants, wrap them "
-                "in pm.Data and declare them with pymc_dp.public_data(...)."
+                "other than the first. If they hold people's values (transposed covariates), "
+                "put one row per person on the leading axis; if they are public constants, "
+                "wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
             )
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
@@ -455,10 +455,11 @@ class PrivateModel:
         if hidden:
             raise UnsupportedModelError(
                 f"The likelihood reads {hidden}, which is not on the datum axis (its "
-                "leading length is not the number of rows). If it holds people's records (a per-person "
-                "table indexed by observations), one person would move several rows and the "
-                "privacy guarantee would not hold: put one row per person on the leading axis. "
-                "If it is a public constant, declare it with pymc_dp.public_data(...)."
+                "leading length is not the number of rows). If it holds people's records (a "
+                "per-person table indexed by observations), one person would move several rows "
+                "and the privacy guarantee would not hold: put one row per person on the "
+                "leading axis. If it is a public constant, declare it with "
+                "pymc_dp.public_data(...)."
             )
         if not inputs:
             raise UnsupportedModelError(
@@ -812,7 +813,9 @@ class PrivateModel:
         # (Constants it adds, e.g. forward mode's tangents, are public whatever their length;
         # the likelihood's data constants are inputs by now.)
         likelihood = set(graph_inputs([self._per_datum_graph]))
-        added = [c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood]
+        added = [
+            c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood
+        ]
         self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
         clipped = clipped_row_sum(columns, bound)
         chosen = "forward" if reverse is None else "reverse"
@@ -939,7 +942,8 @@ class PrivateModel:
             return
         try:
             inputs, output = self._rows_graph()
-            self._check_graph([output], inputs[0], inputs[1:], "The log-likelihood of a batch of rows")
+            what = "The log-likelihood of a batch of rows"
+            self._check_graph([output], inputs[0], inputs[1:], what)
             fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise

@@ -227,8 +227,9 @@ def _value_inputs(node, needed=None) -> list[Variable]:
 
     Only the outputs in ``needed`` count, if given: an Op with an inner graph (PyTensor's
     gradients of ``OpFromGraph``, used by forward-mode products) may compute the output
-    that is used without reading every input. A check's condition (``CheckAndRaise``: PyMC's parameter checks, asserts) and a shape
-    assertion's shape decide only whether evaluation stops with an error; ``fill(x, v)`` (``Second``, PyTensor's
+    that is used without reading every input. A check's condition (``CheckAndRaise``:
+    PyMC's parameter checks, asserts) and a shape assertion's shape decide only whether
+    evaluation stops with an error; ``fill(x, v)`` (``Second``, PyTensor's
     ``zeros_like``/``ones_like``) and shape queries read only the shape of ``x``.
     """
     op = node.op
