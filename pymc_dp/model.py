@@ -45,8 +45,9 @@ from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import SpecifyShape  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.index_bounds import check_index_bounds
 from pymc_dp.per_datum_gradients import clipped_row_sum, forward_columns, reverse_columns
-from pymc_dp.row_locality import NotRowLocal, datum_axes
+from pymc_dp.row_locality import NotRowLocal, datum_axes, is_row_local, prove_rows_first
 
 __all__ = ["PrivateModel", "data_dependent_deterministics"]
 
@@ -200,7 +201,12 @@ def _cross_row_constant_expression(outputs, nodes, blockers, n: int) -> bool:
 
 def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
     out = values.copy()
-    out[k] = ~out[k] if out.dtype == bool else out[k] + 1
+    if out.dtype == bool:
+        out[k] = ~out[k]
+    elif np.issubdtype(out.dtype, np.integer):
+        out[k] = _other_extreme(values, k, values.max(), values.min())
+    else:
+        out[k] = out[k] + 1
     return out
 
 
@@ -210,10 +216,16 @@ def _far_row(values: np.ndarray, k: int) -> np.ndarray:
     if out.dtype == bool:
         out[k] = ~out[k]
     elif np.issubdtype(out.dtype, np.integer):
-        out[k] = out[k] + 1000
+        out[k] = _other_extreme(values, k, values.min(), values.max())
     else:
         out[k] = out[k] * 1e6 + 1e6
     return out
+
+
+def _other_extreme(values: np.ndarray, k: int, first, second):
+    """An integer row moved within the array's own range (index arrays, checked to be in
+    their tables' range, stay in it: an index outside a table reads memory outside it)."""
+    return np.where(np.all(values[k] == first), second, first)
 
 
 def _copy_next_row(values: np.ndarray, k: int) -> np.ndarray:
@@ -291,6 +303,14 @@ class PrivateModel:
         self.datum_inputs = self._find_datum_inputs()
         self.n_data = int(self.datum_inputs[0].value.shape[0])
         self._check_priors_and_potentials()
+        # Every other container (public ones set priors, potentials or tables the
+        # likelihood indexes) is frozen too: the checks above read its current value.
+        datum_vars = {d.variable for d in self.datum_inputs}
+        self._frozen_containers = [
+            (c, np.array(_numeric_value(c), copy=True))
+            for c in _data_containers(model)
+            if c not in datum_vars
+        ]
         self.deterministics_reading_data = data_dependent_deterministics(model)
 
         raveled = DictToArrayBijection.map({v.name: initial_point[v.name] for v in value_vars})
@@ -349,18 +369,24 @@ class PrivateModel:
                     f"Observed variable {rv.name!r} is a scalar. A private step needs one row "
                     "per individual along the leading axis of every observed variable."
                 )
-            if not isinstance(value_var, Constant | SharedVariable) and not _reads(
-                [value_var], containers
-            ):
+            if not isinstance(value_var, Constant | SharedVariable):
+                if not _reads([value_var], containers):
+                    raise UnsupportedModelError(
+                        f"The observed value of {rv.name!r} is an expression of constants; "
+                        "pass the data as a NumPy array or pm.Data."
+                    )
+                _check_observed_expression(rv.name, value_var, containers)
+            if value.shape[0] == 0:
                 raise UnsupportedModelError(
-                    f"The observed value of {rv.name!r} is an expression of constants; pass the "
-                    "data as a NumPy array or pm.Data."
+                    f"Observed variable {rv.name!r} has no rows. A private step needs at least "
+                    "one individual: pass data with one row per individual."
                 )
             inputs.append(_DatumInput(value_var, value, f"observed variable {rv.name!r}"))
         lengths = {d.label: d.value.shape[0] for d in inputs}
         if len(set(lengths.values())) > 1:
-            # (Lengths only of arrays passed in: an observed value computed from pm.Data,
-            # xd[xd > 0] say, has a length that depends on the data.)
+            # (Lengths only of arrays passed in. An observed value computed from pm.Data is
+            # proven row-local above, so its length is that of an array passed in, but it
+            # is left out all the same.)
             given = {
                 label: length
                 for (label, length), d in zip(lengths.items(), inputs)
@@ -391,24 +417,25 @@ class PrivateModel:
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
         self._likelihood_terms = likelihood
         # A NumPy array with n rows written into the likelihood holds per-individual values
-        # (covariates): it is data like pm.Data, so the row probe must move its rows too.
+        # (covariates): it is data like pm.Data, whose rows the row-locality proof follows.
         sideways = 0
         for k, const in enumerate(_array_constants(likelihood)):
             shape = np.shape(const.data)
             if const not in datum_vars and shape[0] == n:
                 value = np.asarray(const.data)
-                inputs.append(_DatumInput(const, value, f"a NumPy array of {n} rows ({k})"))
+                label = f"a NumPy array with one row per individual ({k})"
+                inputs.append(_DatumInput(const, value, label))
                 datum_vars.add(const)
             elif const not in datum_vars and n in shape[1:]:
                 sideways += 1
         if sideways:
-            # (No shapes in the message: a constant PyMC folded from data, x[x > 0] say, has
-            # a shape that depends on the values.)
+            # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]
+            # say, has a shape that depends on the values.)
             raise UnsupportedModelError(
-                f"The likelihood reads {sideways} NumPy array(s) with n = {n} on an axis other "
-                "than the first. If they hold people's values (transposed covariates), put one "
-                "row per person on the leading axis; if they are public constants, wrap them "
-                "in pm.Data and declare them with pymc_dp.public_data(...)."
+                "The likelihood reads NumPy arrays with one entry per individual on an axis "
+                "other than the first. If they hold people's values (transposed covariates), "
+                "put one row per person on the leading axis; if they are public constants, "
+                "wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
             )
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
@@ -428,10 +455,11 @@ class PrivateModel:
         if hidden:
             raise UnsupportedModelError(
                 f"The likelihood reads {hidden}, which is not on the datum axis (its "
-                f"leading length is not n = {n}). If it holds people's records (a per-person "
-                "table indexed by observations), one person would move several rows and the "
-                "privacy guarantee would not hold: put one row per person on the leading axis. "
-                "If it is a public constant, declare it with pymc_dp.public_data(...)."
+                "leading length is not the number of rows). If it holds people's records (a "
+                "per-person table indexed by observations), one person would move several rows "
+                "and the privacy guarantee would not hold: put one row per person on the "
+                "leading axis. If it is a public constant, declare it with "
+                "pymc_dp.public_data(...)."
             )
         if not inputs:
             raise UnsupportedModelError(
@@ -457,7 +485,7 @@ class PrivateModel:
 
         PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
         of n rows, a threshold on ``max(y)``) into new constants when it builds the
-        log-densities, so the row probe only ever sees their results. They are found here,
+        log-densities, so the row-locality proof only sees their results. They are found here,
         on the model's own graphs of the parameters of every observed and free variable
         (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
         distributions), by the structural row-locality proof (:mod:`pymc_dp.row_locality`)
@@ -550,6 +578,10 @@ class PrivateModel:
         )
         self._q = q
         self._per_datum_graph = per_datum
+        self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
+        # The gate, before anything is compiled or evaluated: the proof that row j reads
+        # data row j only, and the range of every index array.
+        self._check_graph([per_datum], q, self._placeholders, "The per-datum log-likelihood")
         self._prior_graph = prior  # for the lazily compiled gradients
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
@@ -563,40 +595,47 @@ class PrivateModel:
         self._loglik_fn.trust_input = True
         self._prior_fn = pm_compile([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
-        self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
-        self._check_rows_are_independent()
+        self._probe_rows_are_independent()
 
-    def _check_rows_are_independent(self):
-        """Refuse models in which one person's row moves another person's ℓ_j.
+    def _check_graph(self, outputs, q, row_inputs, what: str, public=()) -> None:
+        """Refuse ``outputs`` unless proven row-local and its index arrays in range.
 
-        The privacy guarantee needs ℓ_j to depend on row j only (no standardising by a
-        column mean, no lags, cumulative sums or cross-row indexing). Two checks:
+        ``row_inputs`` are the per-datum inputs (their values: the data, in order); the
+        graph's other input is the raveled point θ, ``q``. The proof
+        (:mod:`pymc_dp.row_locality`) is the gate: every operation must match a rule that
+        shows output row j reads data row j only, or the model is refused, naming the
+        operation's type. Then every integer index array must lie in its table
+        (:mod:`pymc_dp.index_bounds`). Both read shapes and structure, and the smallest
+        and largest index entries, only to refuse; nothing of them is returned or printed.
+        """
+        try:
+            prove_rows_first(outputs, {p: 0 for p in row_inputs}, self.n_data, public)
+        except NotRowLocal as err:
+            raise UnsupportedModelError(_not_row_local(what, err)) from None
+        point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
+        check_index_bounds(outputs, [q, *row_inputs], [point, *self._data_values])
 
-        * Structure (:mod:`pymc_dp.row_locality`): the graph of ℓ is refused if it holds an
-          operation that moves values between rows (a reduction over the datum axis, a
-          slice or shift of it, …), wherever it is and whatever parameter values would
-          switch it on. When every operation is covered, this is a proof.
-        * Probe, for what the structural rules do not cover: change row k of every
-          per-datum array (by one unit, by copying the next row, and far away), at the
-          initial point and at a public point near it, and check that no other ℓ_j moves.
-          A probe cannot prove row-locality; it catches the ordinary ways of writing one.
+    def _probe_rows_are_independent(self):
+        """A second line behind the proof: move a few rows and watch the others.
 
-        Both outcomes are properties of the graph's structure (row-local operations leave
-        other rows bit-identical), so they reveal nothing about the values; nothing of
-        them is returned or printed.
+        Change row k of every per-datum array (by one unit, by copying the next row, and
+        far away) for a few rows k drawn at random (fresh entropy: which rows are moved
+        cannot be predicted), at the initial point and at a public point near it, and
+        check that no other ℓ_j moves. The proof (:meth:`_check_graph`) already refused
+        every model it cannot show row-local; this guards the proof's rules themselves.
+
+        The outcome is a property of the graph's structure (row-local operations leave
+        other rows bit-identical), so it reveals nothing about the values; nothing of it
+        is returned or printed.
         """
         n = self.n_data
         if n < 2:
             return
-        try:
-            datum_axes([self._per_datum_graph], {p: 0 for p in self._placeholders}, n)
-        except NotRowLocal as err:
-            if err.mixes:
-                raise UnsupportedModelError(_ROWS_MIX) from None
         q = self.ravel(self._initial_point)
         # A second, public point: at the initial point a parameter is often 0, which hides
         # any factor that multiplies it.
         shifted = q + 0.5 * np.random.default_rng(0).standard_normal(q.shape)
+        rows = np.random.default_rng().choice(n, size=min(n, 3), replace=False)
         with np.errstate(all="ignore"):
             for point in (q, shifted):
                 try:
@@ -607,11 +646,11 @@ class PrivateModel:
                     if point is q:
                         raise
                     continue  # the shifted point may be outside the model's support
-                self._probe_rows(point, base)
+                self._probe_rows(point, base, rows)
 
-    def _probe_rows(self, point: np.ndarray, base: np.ndarray) -> None:
+    def _probe_rows(self, point: np.ndarray, base: np.ndarray, rows) -> None:
         n = self.n_data
-        for k in sorted({0, n // 2, n - 1}):
+        for k in rows:
             for probe in (_bump_row, _copy_next_row, _far_row):
                 try:
                     changed = self._loglik_fn(point, *[probe(v, k) for v in self._data_values])
@@ -625,17 +664,26 @@ class PrivateModel:
                     raise UnsupportedModelError(_ROWS_MIX)
 
     def check_data_unchanged(self) -> None:
-        """Refuse to sample if a ``pm.Data`` on the datum axis changed since construction."""
-        for d, snapshot in zip(self.datum_inputs, self._data_values):
-            if isinstance(d.variable, SharedVariable):
-                current = d.variable.get_value(borrow=True)
-                if current.shape != snapshot.shape or not np.array_equal(
-                    current, snapshot, equal_nan=True
-                ):
-                    raise ValueError(
-                        f"The data of {d.label} changed after the step was built (pm.set_data?). "
-                        "The step validated and planned for the old data: build a new step."
-                    )
+        """Refuse to sample if a data container changed since construction.
+
+        Covers the ``pm.Data`` on the datum axis and every other container the model reads,
+        public ones included (``pymc_dp.public_data``: a prior's scale, a table indexed by
+        group): the step validated, bounds-checked and planned for their old values.
+        """
+        snapshots = [
+            (d.variable, d.label, value)
+            for d, value in zip(self.datum_inputs, self._data_values)
+            if isinstance(d.variable, SharedVariable)
+        ] + [(c, _container_label(c), value) for c, value in self._frozen_containers]
+        for var, label, snapshot in snapshots:
+            current = np.asarray(var.get_value(borrow=True))
+            if current.shape != snapshot.shape or not np.array_equal(
+                current, snapshot, equal_nan=True
+            ):
+                raise ValueError(
+                    f"The data of {label} changed after the step was built (pm.set_data?). "
+                    "The step validated and planned for the old data: build a new step."
+                )
 
     # ------------------------------------------------------------------ evaluation
     def loglik(self, q: np.ndarray) -> np.ndarray:
@@ -745,6 +793,9 @@ class PrivateModel:
                     )
                 except Exception:
                     reverse = None  # forward mode says whether the model has gradients at all
+            rows = {p: 0 for p in self._placeholders}
+            if reverse is not None and not is_row_local(reverse.columns, rows, self.n_data):
+                reverse = None  # the graph that would run (copies set to zero) is not proven
             if reverse is None:
                 columns, dropped = forward_columns(self._per_datum_graph, q, self.dim), None
             else:
@@ -758,6 +809,14 @@ class PrivateModel:
             ) from None
         if dropped is None:
             dropped = pt.constant(0.0, dtype=q.dtype)
+        # The gradient graph that will run is proven too, not assumed from the likelihood's.
+        # (Constants it adds, e.g. forward mode's tangents, are public whatever their length;
+        # the likelihood's data constants are inputs by now.)
+        likelihood = set(graph_inputs([self._per_datum_graph]))
+        added = [
+            c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood
+        ]
+        self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
         clipped = clipped_row_sum(columns, bound)
         chosen = "forward" if reverse is None else "reverse"
         return [q, bound, *self._placeholders], [clipped, prior_grad, dropped], chosen
@@ -845,7 +904,7 @@ class PrivateModel:
         if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
             raise ValueError("rows must be a 1-d array of integer row indices")
         if rows.size and (rows.min() < 0 or rows.max() >= self.n_data):
-            raise ValueError(f"row indices must lie in [0, n) with n = {self.n_data}")
+            raise ValueError("row indices must lie in [0, n), n the number of rows")
         batch = [np.take(v, rows, axis=0) for v in self._data_values]
         try:
             out = self._rows_fn(np.asarray(q, dtype=self._q.dtype), *batch)
@@ -883,6 +942,8 @@ class PrivateModel:
             return
         try:
             inputs, output = self._rows_graph()
+            what = "The log-likelihood of a batch of rows"
+            self._check_graph([output], inputs[0], inputs[1:], what)
             fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise
@@ -897,9 +958,7 @@ class PrivateModel:
             except Exception as err:
                 raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
             if out.shape != (k,):
-                raise UnsupportedModelError(
-                    _ROWS_UNSUPPORTED.format(f"a batch of {k} rows gave shape {out.shape}")
-                )
+                raise UnsupportedModelError(_ROWS_UNSUPPORTED.format("wrong output length"))
         self._rows_fn = fn
 
     def _rows_graph(self) -> tuple[list[Variable], Variable]:
@@ -959,6 +1018,49 @@ class PrivateModel:
                     found[const] = data_map[d.variable]
                     break
         return found
+
+
+def _not_row_local(what: str, err: NotRowLocal) -> str:
+    """The refusal of a graph the row-locality proof fails on: the Op type and the fix."""
+    if err.mixes:
+        why = (
+            f"{what} computes with {err.op} ({err.why}), which can make one row of the "
+            "data change the values of other rows."
+        )
+    else:
+        why = (
+            f"{what} computes with {err.op} ({err.why}), which the row-locality proof has "
+            "no rule for. A private step accepts only models it proves to keep rows apart."
+        )
+    return f"{why} {_REWRITE}"
+
+
+_REWRITE = (
+    "Private steps need ℓ_j to depend on row j only. Compute per-person values elementwise "
+    "and reduce only over axes other than the rows; index parameters or public tables "
+    "(pymc_dp.public_data) by per-row integer arrays (a[group]), never per-person values by "
+    "an index array (x[g]: give each row its own values instead); preprocess with public "
+    "constants (no standardising by the data's own mean or sd, lags or cumulative sums); "
+    "and keep Scan, as_op and custom Ops out of the likelihood. See 'What the model must "
+    "look like' in docs/private-mcmc.md."
+)
+
+
+def _check_observed_expression(name: str, value: Variable, containers) -> None:
+    """Refuse an observed value computed from data other than row by row.
+
+    Its rows would mix (``x - x.mean()``) and its length could be a count of the data
+    (``x[x > 0]``); proven row-local from the containers it reads, its length is theirs.
+    """
+    rows = {c: 0 for c in containers if c.ndim >= 1 and _reads([value], [c])}
+    try:
+        prove_rows_first([value], rows)
+    except NotRowLocal as err:
+        raise UnsupportedModelError(
+            _not_row_local(f"The observed value of {name!r}", err)
+            + " Observed values computed from pm.Data must be computed row by row (or pass "
+            "them as arrays)."
+        ) from None
 
 
 _ROWS_MIX = (

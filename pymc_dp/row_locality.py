@@ -5,45 +5,88 @@ alone. A probe (change a row, watch the others) can catch the ordinary ways a mo
 this but cannot prove it. This module proves it from the graph's structure, without reading
 any value: every variable gets a *datum axis*, the axis along which position i holds
 something computed from row i of the per-datum inputs only (and from variables that read no
-per-datum input at all, *row-free* ones, which may be anything). An operation with a
-per-datum input is accepted only when a rule below shows its output has a datum axis again:
+per-datum input at all, *row-free* ones). Every operation the outputs' values are computed
+with must match a rule of the registry below, one small function per Op type (looked up
+along the Op's class hierarchy), that shows where its output's datum axis is. An Op type
+without a rule fails the proof, even on row-free values: an Op the proof does not know
+(``as_op``, a scan, a custom Op) may compute anything from anything, including data held
+outside the graph.
 
-* elementwise operations whose per-datum inputs share the datum axis, none broadcast along
-  it (broadcasting would copy one row into all);
-* dimension shuffles that keep the axis, reductions over other axes, reshapes that keep the
-  leading length n, basic indexing with a full slice ``:`` on the axis (and row-free
-  indices), ``set_subtensor``/``inc_subtensor`` likewise, joins along other axes;
-* ``Blockwise`` operations (solves, Cholesky, batched subtensors, …) whose datum axis is a
+The rules, in the words of a model:
+
+* elementwise operations (PyTensor's scalar operations) whose per-datum inputs share the
+  datum axis, none broadcast along it (broadcasting would copy one row into all); row-free
+  values broadcast freely; ``fill``/``zeros_like`` read only the shape of their first input;
+* dimension shuffles that keep the axis, reductions (sums, max, ``all``, argmax, cumulative
+  sums) over other axes, reshapes that keep the leading length n, basic indexing with a full
+  slice ``:`` on the axis (and row-free indices), ``set_subtensor``/``inc_subtensor``
+  likewise, joins and splits along other axes;
+* indexing a row-free table by per-datum integer arrays (``a[group]``, ``p[:, y]``): position
+  i reads the table and index entry i; the indices of per-datum values must be a provable
+  identity: ``arange`` over the datum axis (Categorical's ``p[arange(n), y]``);
+* ``Blockwise`` operations (solves, Cholesky, batched products, …) whose datum axis is a
   batch axis of every per-datum input: the core operation runs on each batch entry alone;
-* matrix products with a row-free factor that keep the datum axis, and indexing of a
-  row-free table by per-datum indices (``a[g]``);
-* shape queries (the shapes are public), shape assertions and value checks, which pass
-  their first input through (a check's condition decides only whether evaluation stops
-  with an error, so it is not part of the proof).
+* matrix products with a row-free factor that keep the datum axis;
+* operations defined by an inner graph (``OpFromGraph``: LogSumExp, softmax, …): their inner
+  graph is proven with the same rules;
+* shape queries (the shapes are public), shape assertions and value checks, which pass their
+  first input through (a check's condition decides only whether evaluation stops with an
+  error, so it is not part of the proof).
 
 Anything else with a per-datum input (a reduction over the datum axis, a slice or shift of
-it, advanced indexing of per-datum values, a scan, an op this module does not know) fails
-the proof. Failing is safe: callers then use a construction that does not need it.
+it, indexing per-datum values by data, ``x[g]``) and any Op without a rule fails the proof,
+with a :class:`NotRowLocal` that names the Op type (never a value).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
+from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
-from pytensor.scalar.basic import Cast
-from pytensor.tensor.basic import Alloc, Join, MakeVector, ScalarFromTensor, TensorFromScalar
+from pytensor.scalar.basic import Cast, ScalarOp, Second
+from pytensor.tensor import nlinalg, slinalg
+from pytensor.tensor.basic import (
+    ARange,
+    Alloc,
+    AllocEmpty,
+    ExtractDiag,
+    Eye,
+    Join,
+    MakeVector,
+    ScalarFromTensor,
+    Split,
+    TensorFromScalar,
+    get_scalar_constant_value,
+)
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
-from pytensor.tensor.math import Dot
+from pytensor.tensor.extra_ops import CumOp
+from pytensor.tensor.math import Argmax, Dot
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
-from pytensor.tensor.subtensor import AdvancedSubtensor, IncSubtensor, Subtensor
+from pytensor.tensor.sort import ArgSortOp, SortOp
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+    indices_from_subtensor,
+)
 
-__all__ = ["NotRowLocal", "datum_axes", "is_row_local"]
+__all__ = [
+    "NotRowLocal",
+    "datum_axes",
+    "is_row_local",
+    "op_label",
+    "prove_rows_first",
+    "value_ancestors",
+]
 
 
 class NotRowLocal(Exception):
@@ -51,17 +94,29 @@ class NotRowLocal(Exception):
 
     Attributes
     ----------
+    op : str
+        The type name of the failing Op (with its scalar or core Op's type name), nothing
+        computed from data.
     mixes : bool
-        True when the failing operation is one that moves values between rows (a reduction
-        over the datum axis, a slice or shift of it, misaligned datum axes, a per-datum
-        value broadcast to every row, a product that contracts the datum axis); False when
-        the proof merely does not cover it (an op without a rule, a reshape or a core axis
-        it cannot follow).
+        True when the failing operation moves values between rows (a reduction over the
+        datum axis, a slice or shift of it, an index into per-datum values, a per-datum value
+        broadcast to every row, a product that contracts the datum axis); False when the
+        proof has no rule for it (an Op without a rule, a reshape or core axis it cannot
+        follow). Either way the graph is refused.
     """
 
-    def __init__(self, message: str, mixes: bool = True):
-        super().__init__(message)
+    def __init__(self, op: str, why: str, mixes: bool = True):
+        super().__init__(f"{op}: {why}")
+        self.op = op
+        self.why = why
         self.mixes = mixes
+
+
+def op_label(op) -> str:
+    """The type name of ``op``, with the type of its scalar or core Op (no values)."""
+    inner = getattr(op, "scalar_op", None) or getattr(op, "core_op", None)
+    name = type(op).__name__
+    return name if inner is None else f"{name}({type(inner).__name__})"
 
 
 def is_row_local(
@@ -91,21 +146,54 @@ def is_row_local(
     False
     """
     try:
-        axes = datum_axes(outputs, row_inputs, n)
+        prove_rows_first(outputs, row_inputs, n)
     except NotRowLocal:
         return False
-    return all(axes.get(o, 0) == 0 for o in outputs)
+    return True
+
+
+def prove_rows_first(
+    outputs: Sequence[Variable],
+    row_inputs: Mapping[Variable, int],
+    n: int | None = None,
+    public: Collection[Variable] = (),
+) -> None:
+    """Raise :class:`NotRowLocal` unless every output provably has its datum axis first.
+
+    Arguments as for :func:`datum_axes`.
+    """
+    axes = datum_axes(outputs, row_inputs, n, public)
+    for out in outputs:
+        if axes.get(out, 0) != 0:
+            raise NotRowLocal("output", "its datum axis is not the first axis")
 
 
 def datum_axes(
-    outputs: Sequence[Variable], row_inputs: Mapping[Variable, int], n: int | None = None
+    outputs: Sequence[Variable],
+    row_inputs: Mapping[Variable, int],
+    n: int | None = None,
+    public: Collection[Variable] = (),
 ) -> dict[Variable, int]:
     """The datum axis of every per-datum variable of the graph (row-free ones are absent).
+
+    Parameters
+    ----------
+    outputs : list of Variable
+        Graph outputs.
+    row_inputs : dict
+        The per-datum inputs and their datum axis.
+    n : int, optional
+        Number of rows, if known: constants of leading length n count as per-datum inputs,
+        and constant lengths equal to n as the length of the datum axis.
+    public : collection of Variable
+        Constants known to be public even if their leading length is n (the tangents a
+        forward-mode gradient adds to a graph whose data constants are inputs already).
 
     Raises
     ------
     NotRowLocal
-        At the first operation whose output cannot be shown to have a datum axis.
+        At the first operation the outputs' values are computed with that has no rule, or
+        whose rule cannot show its output has a datum axis.
     """
     axes: dict[Variable, int] = dict(row_inputs)
     if n is not None:
@@ -113,6 +201,7 @@ def datum_axes(
             if (
                 isinstance(var, Constant)
                 and var not in axes
+                and var not in public
                 and getattr(var, "ndim", 0) > 0
                 and np.shape(var.data)[0] == n
             ):
@@ -120,156 +209,487 @@ def datum_axes(
     nodes = io_toposort(list(graph_inputs(list(outputs))), list(outputs))
     carries_values = _value_ancestors(outputs, nodes)
     for node in nodes:
-        if not any(i in axes for i in node.inputs):
-            continue  # row-free
         if not any(o in carries_values for o in node.outputs):
-            continue  # only decides whether a check raises (see _value_ancestors)
-        for out, axis in zip(node.outputs, _output_axes(node, axes, n)):
+            continue  # only decides a shape or whether a check raises (_value_ancestors)
+        rule = _rule_for(node.op)
+        if rule is None or not _is_known(node.op):
+            raise NotRowLocal(op_label(node.op), "an operation without a row-locality rule", False)
+        if not any(i in axes for i in _value_inputs(node, carries_values)):
+            continue  # row-free
+        for out, axis in zip(node.outputs, rule(node, axes, n)):
             if axis is not None:
                 axes[out] = axis
     return axes
 
 
-def _value_ancestors(outputs: Sequence[Variable], nodes) -> set[Variable]:
-    """Variables the outputs' values are computed from.
+def _value_inputs(node, needed=None) -> list[Variable]:
+    """The inputs whose values (not only shapes) the outputs' values are computed from.
 
-    The conditions of a check (``CheckAndRaise``: PyMC's parameter checks, asserts) are left
-    out: they decide whether evaluation stops with an error, never what a value is. (A
-    check over every row, say that all probabilities are in [0, 1], is common in PyMC's
-    log-densities; the error it may raise is withheld by the model adapter.)
+    Only the outputs in ``needed`` count, if given: an Op with an inner graph (PyTensor's
+    gradients of ``OpFromGraph``, used by forward-mode products) may compute the output
+    that is used without reading every input. A check's condition (``CheckAndRaise``:
+    PyMC's parameter checks, asserts) and a shape assertion's shape decide only whether
+    evaluation stops with an error; ``fill(x, v)`` (``Second``, PyTensor's
+    ``zeros_like``/``ones_like``) and shape queries read only the shape of ``x``.
+    """
+    op = node.op
+    if isinstance(op, CheckAndRaise | SpecifyShape):
+        return node.inputs[:1]
+    if isinstance(op, Elemwise) and isinstance(op.scalar_op, Second):
+        return node.inputs[1:]
+    if isinstance(op, Shape | Shape_i):
+        return []
+    inner = op.core_op if isinstance(op, Blockwise) else op
+    if isinstance(inner, OpFromGraph):
+        outs = [
+            inner_out
+            for out, inner_out in zip(node.outputs, inner.inner_outputs)
+            if needed is None or out in needed
+        ]
+        reads = value_ancestors(outs)
+        return [i for i, inner_in in zip(node.inputs, inner.inner_inputs) if inner_in in reads]
+    return list(node.inputs)
+
+
+def value_ancestors(outputs: Sequence[Variable]) -> set[Variable]:
+    """Variables the values of ``outputs`` are computed from (not only their shapes)."""
+    nodes = io_toposort(list(graph_inputs(list(outputs))), list(outputs))
+    return _value_ancestors(outputs, nodes)
+
+
+def _value_ancestors(outputs: Sequence[Variable], nodes) -> set[Variable]:
+    """Variables the outputs' values are computed from (see :func:`_value_inputs`).
+
+    (A check over every row, say that all probabilities are in [0, 1], is common in PyMC's
+    log-densities; the model adapter takes the ones that read data out of the graph.)
     """
     needed = set(outputs)
     for node in reversed(nodes):
-        if not any(o in needed for o in node.outputs):
-            continue
-        inputs = node.inputs[:1] if isinstance(node.op, CheckAndRaise) else node.inputs
-        needed.update(inputs)
+        if any(o in needed for o in node.outputs):
+            needed.update(_value_inputs(node, needed))
     return needed
 
 
 def _fail(node, why: str, mixes: bool = True):
-    raise NotRowLocal(f"{node.op}: {why}", mixes)
+    raise NotRowLocal(op_label(node.op), why, mixes)
 
 
-def _output_axes(node, axes: Mapping[Variable, int], n) -> list[int | None]:
-    """Datum axes of ``node``'s outputs (None: row-free), given its inputs'."""
+# ---------------------------------------------------------------------- the registry
+
+Rule = Callable[..., list]
+_RULES: dict[type, Rule] = {}
+
+
+def rule(*op_types: type):
+    """Register ``fn(node, axes, n) -> datum axes of node's outputs`` for these Op types.
+
+    ``fn`` is called only for nodes with a per-datum value input; it returns one entry per
+    output (None: row-free) or fails the proof with :func:`_fail`. Subclasses of a
+    registered type share its rule unless they register their own.
+    """
+
+    def register(fn: Rule) -> Rule:
+        for op_type in op_types:
+            _RULES[op_type] = fn
+        return fn
+
+    return register
+
+
+def _rule_for(op) -> Rule | None:
+    for cls in type(op).__mro__:
+        found = _RULES.get(cls)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_known(op) -> bool:
+    """Whether ``op`` computes its outputs from its inputs only (cached where hashable)."""
+    try:
+        return _is_known_cached(op)
+    except TypeError:  # an Op whose properties are not hashable
+        return _known_parts(op)
+
+
+@lru_cache(maxsize=4096)
+def _is_known_cached(op) -> bool:
+    return _known_parts(op)
+
+
+def _known_parts(op) -> bool:
+    """Whether ``op`` computes its outputs from its inputs only, by known parts.
+
+    An Op type with a rule, whose scalar Op (elementwise, reductions) is one of PyTensor's or
+    PyMC's, whose core Op (``Blockwise``) is known, and whose inner graph (``OpFromGraph``)
+    holds known Ops only.
+    """
+    if _rule_for(op) is None:
+        return False
+    scalar = getattr(op, "scalar_op", None)
+    if scalar is not None and not (
+        isinstance(scalar, ScalarOp) and type(scalar).__module__.split(".")[0] in _LIBRARIES
+    ):
+        return False
+    core = getattr(op, "core_op", None)
+    if core is not None and not _is_known(core):
+        return False
+    if isinstance(op, OpFromGraph):
+        inner = io_toposort(list(op.inner_inputs), list(op.inner_outputs))
+        return all(_is_known(node.op) for node in inner)
+    return True
+
+
+_LIBRARIES = ("pytensor", "pymc")
+
+
+@rule(Shape, Shape_i)
+def _shape(node, axes, n):
+    return [None]  # shapes of per-datum tensors are public (n and the column counts)
+
+
+@rule(SpecifyShape, CheckAndRaise)
+def _first_input(node, axes, n):
+    # The value is the first input's; the others only decide whether to raise.
+    return [axes.get(node.inputs[0])]
+
+
+@rule(Elemwise)
+def _elementwise(node, axes, n):
+    rowed = [i for i in _value_inputs(node) if i in axes]
+    return [_aligned(node, rowed, axes)] * len(node.outputs)
+
+
+@rule(DimShuffle)
+def _dimshuffle(node, axes, n):
+    a = axes[node.inputs[0]]
+    if a not in node.op.new_order:
+        _fail(node, "drops the datum axis")
+    return [list(node.op.new_order).index(a)]
+
+
+@rule(CAReduce, Argmax)
+def _reduction(node, axes, n):
+    x = node.inputs[0]
+    a, ndim = axes[x], x.ndim
+    if any(i in axes for i in node.inputs[1:]):
+        _fail(node, "an axis read from per-datum values")
+    axis = node.op.axis
+    reduced = tuple(range(ndim)) if axis is None else tuple(r % ndim for r in axis)
+    if a in reduced:
+        _fail(node, "reduces over the datum axis")
+    return [a - sum(r < a for r in reduced)] * len(node.outputs)
+
+
+@rule(CumOp)
+def _cumulative(node, axes, n):
+    a = axes[node.inputs[0]]
+    if node.op.axis == a:
+        _fail(node, "accumulates along the datum axis")
+    return [a]
+
+
+@rule(Subtensor)
+def _basic_index(node, axes, n):
+    x, *index = node.inputs
+    if any(i in axes for i in index):
+        _fail(node, "indices read per-datum values")
+    return [_axis_after_basic_index(node, node.op.idx_list, axes[x])]
+
+
+@rule(IncSubtensor)
+def _basic_inc(node, axes, n):
+    op = node.op
+    x, y, *index = node.inputs
+    if any(i in axes for i in index):
+        _fail(node, "indices read per-datum values")
+    # y lands in x[index]; find the axis of x that y's datum axis would be written to.
+    targets = []
+    if x in axes:
+        targets.append(axes[x])
+        _axis_after_basic_index(node, op.idx_list, axes[x])
+    if y in axes:
+        sub_ndim = x.ndim - sum(isinstance(e, int) for e in op.idx_list)
+        sub = axes[y] + (sub_ndim - y.ndim)
+        if y.type.broadcastable[axes[y]]:
+            _fail(node, "broadcasts a per-datum value along the datum axis")
+        targets.append(_axis_before_basic_index(node, op.idx_list, sub))
+    if len(set(targets)) != 1:
+        _fail(node, "the datum axes of x and y differ")
+    return [targets[0]]
+
+
+@rule(AdvancedSubtensor)
+def _advanced_index(node, axes, n):
+    """``x[i1, i2, …]`` with integer arrays: position k reads the index entries at k.
+
+    A row-free table indexed by per-datum arrays is a gather, row-local like an elementwise
+    operation over the broadcast index arrays. A per-datum table may be indexed along its
+    datum axis by a provable identity only (``arange`` over the rows).
+    """
+    x, *index = node.inputs
+    layout = _AdvancedLayout(node, index, axes)
+    found = set(layout.index_axes(node, axes))
+    if x in axes:
+        found.add(layout.output_axis_of(node, axes[x], axes, n))
+    if len(found) != 1:
+        _fail(node, "index arrays and table with different datum axes")
+    return [found.pop()]
+
+
+@rule(AdvancedIncSubtensor)
+def _advanced_inc(node, axes, n):
+    """``x[idx] += y`` (or ``=``): row-local when the datum axis of x is written by itself.
+
+    Either x's datum axis is indexed by a provable identity (``arange`` over the rows, as in
+    the gradient of Categorical's ``p[arange(n), y]``), or it is taken whole (``:``) and every
+    index array is row-free. Per-datum values scattered by data (group sums) mix rows.
+    """
+    x, y, *index = node.inputs
+    layout = _AdvancedLayout(node, index, axes)
+    targets = set(layout.index_axes(node, axes))
+    if x in axes:
+        targets.add(layout.output_axis_of(node, axes[x], axes, n))
+    if y in axes:
+        if y.type.broadcastable[axes[y]]:
+            _fail(node, "broadcasts a per-datum value along the datum axis")
+        targets.add(axes[y] + (layout.ndim - y.ndim))
+    if len(targets) != 1:
+        _fail(node, "the datum axes of x, y and the indices differ")
+    (sub,) = targets
+    return [layout.table_axis_at(node, sub, axes, n)]
+
+
+class _AdvancedLayout:
+    """Where the axes of ``x`` and of the broadcast index arrays land in ``x[idx]``.
+
+    NumPy's rule: the broadcast dimensions of the index arrays replace the indexed axes,
+    in place when the arrays are adjacent, else in front.
+    """
+
+    def __init__(self, node, index, axes):
+        entries = list(indices_from_subtensor(index, node.op.idx_list))
+        x = node.inputs[0]
+        entries += [slice(None)] * (x.ndim - len(entries))
+        for e in entries:
+            parts = (e.start, e.stop, e.step) if isinstance(e, slice) else ()
+            if any(p in axes for p in parts):
+                _fail(node, "slice bounds read per-datum values")
+        self.entries = entries
+        self.arrays = [k for k, e in enumerate(entries) if not isinstance(e, slice)]
+        if not self.arrays:
+            _fail(node, "advanced indexing without index arrays", mixes=False)
+        if any(entries[k].dtype == "bool" for k in self.arrays):
+            _fail(node, "a boolean mask (its shape would depend on the data)")
+        self.bdim = max(entries[k].ndim for k in self.arrays)
+        adjacent = self.arrays == list(range(self.arrays[0], self.arrays[-1] + 1))
+        self.start = self.arrays[0] if adjacent else 0
+        self.ndim = x.ndim - len(self.arrays) + self.bdim
+        self.kept = [k for k in range(x.ndim) if k not in self.arrays]
+
+    def _position(self, k: int) -> int:
+        """Output position of a kept (sliced) axis k of x."""
+        j = self.kept.index(k)
+        return j if j < self.start else j + self.bdim
+
+    def index_axes(self, node, axes) -> list[int]:
+        """Output datum axes contributed by per-datum index arrays."""
+        found = []
+        for k in self.arrays:
+            e = self.entries[k]
+            if e in axes:
+                if e.type.broadcastable[axes[e]]:
+                    _fail(node, "broadcasts a per-datum index along the datum axis")
+                found.append(self.start + axes[e] + self.bdim - e.ndim)
+        return found
+
+    def output_axis_of(self, node, a: int, axes, n) -> int:
+        """Output position of the datum axis a of x (full slice or identity index)."""
+        e = self.entries[a]
+        if isinstance(e, slice):
+            if e != slice(None):
+                _fail(node, "indexes the datum axis (only a full slice ':' keeps rows aligned)")
+            return self._position(a)
+        k = _identity_axis(e, axes, n)
+        if k is None:
+            _fail(node, "indexes per-datum values along the datum axis (row i reads row g_i)")
+        return self.start + k + self.bdim - e.ndim
+
+    def table_axis_at(self, node, sub: int, axes, n) -> int:
+        """The axis of x written at position ``sub`` of ``x[idx]`` (full slice or identity)."""
+        if self.start <= sub < self.start + self.bdim:
+            for k in self.arrays:
+                e = self.entries[k]
+                ident = _identity_axis(e, axes, n)
+                if ident is not None and self.start + ident + self.bdim - e.ndim == sub:
+                    return k
+            _fail(node, "writes along the datum axis at positions read from data")
+        j = sub if sub < self.start else sub - self.bdim
+        k = self.kept[j]
+        if self.entries[k] != slice(None):
+            _fail(node, "indexes the datum axis (only a full slice ':' keeps rows aligned)")
+        return k
+
+
+def _identity_axis(e: Variable, axes, n) -> int | None:
+    """The axis k of index array ``e`` along which it is ``arange`` over the rows, if proven.
+
+    ``arange(0, rows, 1)`` with ``rows`` the datum-axis length of a per-datum variable (or
+    the constant n), possibly cast to a wider integer, reshaped to ``(-1, 1, …)`` or given
+    broadcast axes: every other axis has length 1.
+    """
+    k = 0
+    while e.owner is not None:
+        op = e.owner.op
+        if isinstance(op, DimShuffle):
+            if sorted(d for d in op.new_order if d != "x") != list(range(e.owner.inputs[0].ndim)):
+                return None
+            k = list(op.new_order).index(k)
+        elif isinstance(op, Reshape):
+            shape = e.owner.inputs[1]
+            if not (isinstance(shape, Constant) and e.owner.inputs[0].ndim == 1):
+                return None
+            long = [i for i, s in enumerate(np.atleast_1d(shape.data)) if s != 1]
+            if len(long) != 1 or int(np.atleast_1d(shape.data)[long[0]]) != -1:
+                return None
+            k = long[0]
+        elif isinstance(op, SpecifyShape) or _widens_int(e.owner):
+            pass
+        elif isinstance(op, ARange):
+            start, stop, step = e.owner.inputs
+            if not (_is_constant(start, 0) and _is_constant(step, 1)):
+                return None
+            return k if _is_rows(stop, axes, n) else None
+        else:
+            return None
+        e = e.owner.inputs[0]
+    return None
+
+
+def _is_constant(v: Variable, value) -> bool:
+    return isinstance(v, Constant) and np.ndim(v.data) == 0 and v.data == value
+
+
+@rule(Reshape)
+def _reshape(node, axes, n):
+    x, shape = node.inputs
+    if shape in axes or axes[x] != 0 or node.outputs[0].ndim < 1:
+        _fail(node, "reshape that may move the datum axis", mixes=False)
+    if not _first_entry_is_rows(shape, axes, n):
+        _fail(node, "reshape whose leading length is not shown to be n", mixes=False)
+    return [0]
+
+
+@rule(Alloc)
+def _alloc(node, axes, n):
+    value, *shape = node.inputs
+    if any(s in axes for s in shape):
+        _fail(node, "shape read from per-datum values")
+    a = axes[value]
+    if value.type.broadcastable[a]:
+        _fail(node, "broadcasts a per-datum value along the datum axis")
+    return [a + node.outputs[0].ndim - value.ndim]
+
+
+@rule(Join)
+def _join(node, axes, n):
+    a = _aligned(node, [i for i in node.inputs if i in axes], axes)
+    if node.op.axis == a:
+        _fail(node, "joins along the datum axis")
+    return [a]
+
+
+@rule(Split)
+def _split(node, axes, n):
+    x, splits = node.inputs
+    if splits in axes or x not in axes:
+        _fail(node, "split points read from per-datum values")
+    if node.op.axis == axes[x]:
+        _fail(node, "splits along the datum axis")
+    return [axes[x]] * len(node.outputs)
+
+
+@rule(Blockwise)
+def _blockwise(node, axes, n):
     op = node.op
     ins = node.inputs
     rowed = [i for i in ins if i in axes]
+    batch_ndim = node.outputs[0].ndim - len(op.outputs_sig[0])
+    a = _aligned(node, rowed, axes)
+    if a < batch_ndim:
+        return [a] * len(node.outputs)
+    if isinstance(op.core_op, Dot) and rowed == [ins[0]] and a == batch_ndim:
+        return [a]  # matmul, rows of the left factor: (X @ W)[i] = X[i] @ W
+    _fail(node, "the datum axis is a core axis", mixes=False)
 
-    if isinstance(op, Shape | Shape_i):
-        return [None]  # shapes of per-datum tensors are public (n and the column counts)
-    if isinstance(op, SpecifyShape | CheckAndRaise):
-        # The value is the first input's; the others only decide whether to raise.
-        if ins[0] not in axes:
-            return [None] * len(node.outputs)
-        return [axes[ins[0]]]
 
-    if isinstance(op, Elemwise):
-        return [_aligned(node, rowed, axes)] * len(node.outputs)
+@rule(Dot)
+def _dot(node, axes, n):
+    x, y = node.inputs
+    if x in axes and y in axes:
+        _fail(node, "a product of two per-datum factors")
+    if x in axes and axes[x] == 0 and x.ndim == 2:
+        return [0]  # (X @ W)[i] = X[i] @ W
+    if y in axes and axes[y] == 1 and y.ndim == 2 and x.ndim == 2:
+        return [1]  # (W @ Y)[:, i] = W @ Y[:, i]
+    _fail(node, "a product that contracts the datum axis")
 
-    if isinstance(op, DimShuffle):
-        a = axes[ins[0]]
-        if a not in op.new_order:
-            _fail(node, "drops the datum axis")
-        return [list(op.new_order).index(a)]
 
-    if isinstance(op, CAReduce):
-        a = axes[ins[0]]
-        ndim = ins[0].ndim
-        reduced = tuple(range(ndim)) if op.axis is None else tuple(r % ndim for r in op.axis)
-        if a in reduced:
-            _fail(node, "reduces over the datum axis")
-        return [a - sum(r < a for r in reduced)]
+@rule(OpFromGraph)
+def _inner_graph(node, axes, n):
+    """An Op defined by an inner graph (LogSumExp, softmax, …): prove the inner graph."""
+    op = node.op
+    inner = {i: axes[o] for i, o in zip(op.inner_inputs, node.inputs) if o in axes}
+    try:
+        inner_axes = datum_axes(list(op.inner_outputs), inner, n)
+    except NotRowLocal as err:
+        raise NotRowLocal(f"{op_label(op)} > {err.op}", err.why, err.mixes) from None
+    return [inner_axes.get(o) for o in op.inner_outputs]
 
-    if isinstance(op, Subtensor):
-        x, *index = ins
-        if any(i in axes for i in index):
-            _fail(node, "indices read per-datum values")
-        return [_axis_after_basic_index(node, op.idx_list, axes[x])]
 
-    if isinstance(op, IncSubtensor):
-        x, y, *index = ins
-        if any(i in axes for i in index):
-            _fail(node, "indices read per-datum values")
-        # y lands in x[index]; find the axis of x that y's datum axis would be written to.
-        targets = []
-        if x in axes:
-            sub = _axis_after_basic_index(node, op.idx_list, axes[x])
-            targets.append((axes[x], sub))
-        if y in axes:
-            sub_ndim = x.ndim - sum(isinstance(e, int) for e in op.idx_list)
-            sub = axes[y] + (sub_ndim - y.ndim)
-            if y.type.broadcastable[axes[y]]:
-                _fail(node, "broadcasts a per-datum value along the datum axis")
-            x_axis = _axis_before_basic_index(node, op.idx_list, sub)
-            targets.append((x_axis, sub))
-        if len({t for t, _ in targets}) != 1:
-            _fail(node, "the datum axes of x and y differ")
-        return [targets[0][0]]
+@rule(TensorFromScalar, ScalarFromTensor, MakeVector)
+def _scalar(node, axes, n):
+    _fail(node, "a scalar read from per-datum values")
 
-    if isinstance(op, AdvancedSubtensor):
-        table, *index = ins
-        if table in axes or len(index) != 1 or tuple(op.idx_list) != (0,):
-            # (p[arange(n), y], a Categorical's log-density, is row-local but not covered)
-            why = "advanced indexing other than a row-free table by one index"
-            _fail(node, why, mixes=False)
-        if index[0].dtype == "bool":
-            _fail(node, "a boolean mask (its shape would depend on the data)")
-        return [axes[index[0]]]  # table[g]: position i reads g_i only
 
-    if isinstance(op, Reshape):
-        x, shape = ins
-        if shape in axes or axes[x] != 0 or node.outputs[0].ndim < 1:
-            _fail(node, "reshape that may move the datum axis", mixes=False)
-        if not _first_entry_is_rows(shape, axes, n):
-            _fail(node, "reshape whose leading length is not shown to be n", mixes=False)
-        return [0]
+@rule(
+    ARange,
+    AllocEmpty,
+    Eye,
+    ExtractDiag,
+    SortOp,
+    ArgSortOp,
+    slinalg.Cholesky,
+    slinalg.SolveBase,
+    slinalg.Eigvalsh,
+    slinalg.Expm,
+    slinalg.LU,
+    slinalg.LUFactor,
+    slinalg.QR,
+    nlinalg.MatrixInverse,
+    nlinalg.MatrixPinv,
+    nlinalg.Det,
+    nlinalg.SLogDet,
+    nlinalg.Eigh,
+    nlinalg.SVD,
+)
+def _row_free_only(node, axes, n):
+    """Known Ops (read only their inputs) without a rule for per-datum values.
 
-    if isinstance(op, Alloc):
-        value, *shape = ins
-        if any(s in axes for s in shape):
-            _fail(node, "shape read from per-datum values")
-        a = axes[value]
-        if value.type.broadcastable[a]:
-            _fail(node, "broadcasts a per-datum value along the datum axis")
-        return [a + node.outputs[0].ndim - value.ndim]
+    On row-free values they are fine; the linear-algebra ones also run on each batch entry
+    of a ``Blockwise`` (which has its own rule).
+    """
+    _fail(node, "no rule for per-datum values", mixes=False)
 
-    if isinstance(op, Join):
-        a = _aligned(node, rowed, axes)
-        if op.axis == a:
-            _fail(node, "joins along the datum axis")
-        return [a]
 
-    if isinstance(op, Blockwise):
-        batch_ndim = node.outputs[0].ndim - len(op.outputs_sig[0])
-        a = _aligned(node, rowed, axes)
-        if a < batch_ndim:
-            return [a] * len(node.outputs)
-        if isinstance(op.core_op, Dot) and rowed == [ins[0]] and a == batch_ndim:
-            return [a]  # matmul, rows of the left factor: (X @ W)[i] = X[i] @ W
-        _fail(node, "the datum axis is a core axis", mixes=False)
-
-    if isinstance(op, Dot):
-        x, y = ins
-        if x in axes and y in axes:
-            _fail(node, "a product of two per-datum factors")
-        if x in axes and axes[x] == 0 and x.ndim == 2:
-            return [0]  # (X @ W)[i] = X[i] @ W
-        if y in axes and axes[y] == 1 and y.ndim == 2 and x.ndim == 2:
-            return [1]  # (W @ Y)[:, i] = W @ Y[:, i]
-        _fail(node, "a product that contracts the datum axis")
-
-    if isinstance(op, TensorFromScalar | ScalarFromTensor):
-        _fail(node, "a scalar read from per-datum values")
-    _fail(node, "an operation the row-locality proof does not cover", mixes=False)
+# ---------------------------------------------------------------------- helpers
 
 
 def _aligned(node, rowed: Sequence[Variable], axes: Mapping[Variable, int]) -> int:
     """The shared datum axis of broadcasting inputs, none broadcast along it."""
     found = {axes[i] for i in rowed}
     if len(found) != 1:
-        _fail(node, f"per-datum inputs with different datum axes {sorted(found)}")
+        _fail(node, "per-datum inputs with different datum axes")
     (a,) = found
     if any(i.type.broadcastable[axes[i]] for i in rowed):
         _fail(node, "broadcasts a per-datum value along the datum axis")
@@ -318,8 +738,7 @@ def _first_entry_is_rows(shape: Variable, axes: Mapping[Variable, int], n) -> bo
         return n is not None and np.ndim(shape.data) == 1 and int(shape.data[0]) == n
     owner = shape.owner
     if owner is not None and isinstance(owner.op, Shape):  # reshape(g, v.shape)
-        v = owner.inputs[0]
-        return axes.get(v) == 0
+        return _leads_with_rows(owner.inputs[0], axes, n)
     if owner is None or not isinstance(owner.op, MakeVector):
         return False
     return _is_rows(owner.inputs[0], axes, n)
@@ -336,9 +755,13 @@ def _is_rows(s: Variable, axes: Mapping[Variable, int], n) -> bool:
     owner = s.owner
     if owner is None:
         return False
+    if n is not None and isinstance(owner.op, Subtensor) and isinstance(owner.inputs[0], Constant):
+        try:  # an entry of a constant shape vector
+            return int(get_scalar_constant_value(s, elemwise=False)) == n
+        except NotScalarConstantError:
+            return False
     if isinstance(owner.op, Shape_i):
-        v = owner.inputs[0]
-        return v in axes and owner.op.i == axes[v]
+        return _axis_is_rows(owner.inputs[0], owner.op.i, axes, n)
     if isinstance(owner.op, Subtensor) and len(owner.op.idx_list) == 1:
         shape_var, index = owner.inputs
         if not (
@@ -347,6 +770,44 @@ def _is_rows(s: Variable, axes: Mapping[Variable, int], n) -> bool:
             and isinstance(index, Constant)
         ):
             return False
-        v = shape_var.owner.inputs[0]
-        return v in axes and int(index.data) == axes[v]
+        return _axis_is_rows(shape_var.owner.inputs[0], int(index.data), axes, n)
+    return False
+
+
+def _axis_is_rows(v: Variable, i: int, axes: Mapping[Variable, int], n) -> bool:
+    """Whether axis i of ``v`` has the length of the datum axis."""
+    if v in axes:
+        return axes[v] == i
+    return i == 0 and _leads_with_rows(v, axes, n)
+
+
+def _leads_with_rows(v: Variable, axes: Mapping[Variable, int], n, depth: int = 0) -> bool:
+    """Whether axis 0 of ``v`` provably has the length of the datum axis.
+
+    ``v`` has its datum axis first, or (row-free values of that shape, as in PyTensor's
+    gradient graphs: ``zeros_like`` of a per-datum value) takes its leading length from
+    one: elementwise outputs have the length of any input not broadcastable there
+    (PyTensor does not broadcast at run time), allocations and reshapes the first entry
+    of their shape.
+    """
+    if axes.get(v) == 0:
+        return True
+    if v in axes or v.owner is None or v.ndim < 1 or depth > 64:
+        return False
+    op, ins = v.owner.op, v.owner.inputs
+    if isinstance(op, Elemwise):
+        return any(
+            i.ndim == v.ndim
+            and not i.type.broadcastable[0]
+            and _leads_with_rows(i, axes, n, depth + 1)
+            for i in ins
+        )
+    if isinstance(op, SpecifyShape | CheckAndRaise):
+        return _leads_with_rows(ins[0], axes, n, depth + 1)
+    if isinstance(op, DimShuffle):
+        return op.new_order[0] == 0 and _leads_with_rows(ins[0], axes, n, depth + 1)
+    if isinstance(op, Reshape):
+        return _first_entry_is_rows(ins[1], axes, n)
+    if isinstance(op, Alloc):
+        return len(ins) - 1 == v.ndim and _is_rows(ins[1], axes, n)
     return False

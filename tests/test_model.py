@@ -231,7 +231,7 @@ def test_a_public_table_whose_length_happens_to_be_n():
     with pytest.raises(UnsupportedModelError, match="other rows"):
         PrivateModel(build(public=False))  # taken for per-person rows, mixed by the index
     labels = [d.label for d in PrivateModel(build(public=True)).datum_inputs]
-    assert labels == ["observed variable 'y'", "a NumPy array of 40 rows (0)"]  # y and region
+    assert labels == ["observed variable 'y'", "a NumPy array with one row per individual (0)"]  # y and region
 
 
 CROSS_ROW_NUMPY = [
@@ -288,7 +288,7 @@ def test_row_local_expressions_of_numpy_arrays_are_fine():
     "length, derive, match",
     [
         (40, lambda xd: xd - xd.mean(), "other rows"),  # every row reads the mean of x
-        (41, lambda xd: xd[1:] - xd[:-1], "not on the datum axis"),  # lags of n + 1 values
+        (41, lambda xd: xd[1:] - xd[:-1], "other rows"),  # lags of n + 1 values
     ],
 )
 def test_declaring_data_public_cannot_make_observed_values_computed_from_it_public(
@@ -409,7 +409,8 @@ def test_lengths_computed_from_data_are_not_printed():
         mu = pm.Normal("mu")
         pm.Normal("y", mu, 1, observed=xd)
         pm.Normal("y2", mu, 1, observed=xd[xd > 0])  # its length is a count of the data
-    with pytest.raises(UnsupportedModelError, match="lengths differ") as err:
+    # (Refused as an observed value not computed row by row: its rows would be a count.)
+    with pytest.raises(UnsupportedModelError, match="observed value of 'y2'") as err:
         PrivateModel(m)
     assert str(int((x > 0).sum())) not in str(err.value)
 
@@ -432,8 +433,8 @@ CROSS_ROW_TERMS = {
 def test_a_row_that_makes_every_row_non_finite_is_a_cross_row_effect():
     # The probe used to skip a change that made every ℓ_j non-finite as "uninformative"
     # (PyMC's checks over all rows did that; they are now taken out of the graph). Here one
-    # far-away row switches every row to -inf behind an op the structural proof does not
-    # cover (LogSumExp), so only the probe can see it.
+    # far-away row switches every row to -inf behind LogSumExp over the rows, which the
+    # structural proof now follows into its inner graph (a max over the datum axis).
     def logp(value, mu):
         return -0.5 * (value - mu) ** 2 + pt.switch(pt.logsumexp(value) < 1e5, 0.0, -np.inf)
 

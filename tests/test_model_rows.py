@@ -107,7 +107,7 @@ def test_numpy_covariates_baked_into_the_model_are_data_and_follow_the_batch():
         beta = pm.Normal("beta", 0, 10, shape=2)
         pm.Normal("y", X @ beta, 1, observed=Y)  # X is a constant of length n, not pm.Data
     pmodel = PrivateModel(m)
-    assert [d.label for d in pmodel.datum_inputs][1:] == [f"a NumPy array of {N} rows (0)"]
+    assert [d.label for d in pmodel.datum_inputs][1:] == ["a NumPy array with one row per individual (0)"]
     q = np.array([0.4, -1.2])
     full = pmodel.loglik(q)
     rows = np.array([5, 3, 41])

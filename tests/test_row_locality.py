@@ -50,6 +50,15 @@ ROW_LOCAL = {
         x[:, 0] * 2, pt.all(x > -100)
     ),
     "a row-free matrix times the transpose": pt.dot(L, x.T).sum(axis=0),
+    # (issue 12: what mixtures, softmax links and Categorical compile to)
+    "logsumexp over the columns": pt.logsumexp(x, axis=1),
+    "softmax over the columns": pt.special.softmax(x, axis=1)[:, 0],
+    "per-datum values indexed by the identity": x[
+        pt.arange(x.shape[0]).reshape((-1, 1)), pt.clip(g, 0, M - 1)[:, None]
+    ][:, 0],
+    "a row-free table indexed by group and column": L[g % M, :].sum(axis=1) * x[:, 0],
+    "zeros_like of per-datum values reads only their shape": (pt.zeros_like(x) + theta).sum()
+    * x[:, 0],
 }
 
 NOT_ROW_LOCAL = {
@@ -67,6 +76,11 @@ NOT_ROW_LOCAL = {
     "flattened": x.reshape((-1,))[:N],
     "sorted down the rows": pt.sort(x[:, 0]),
     "group sums": pt.inc_subtensor(pt.zeros(3)[g], x[:, 0])[g],
+    # (issue 12: the reproducer x[g], and near misses of the identity index)
+    "per-datum values indexed by a per-row array": x[g, 0],
+    "per-datum values indexed by a reversed arange": x[pt.arange(x.shape[0])[::-1], 0],
+    "per-datum values indexed by an arange from 1": x[pt.arange(1, x.shape[0] + 1) % N, 0],
+    "logsumexp over the rows": x[:, 0] - pt.logsumexp(x[:, 0]),
     "a NumPy covariate reversed": pt.as_tensor(COVARIATE)[::-1] * x[:, 0],
     # found by a review: bool(n) == 1, so this reshape is (1, n·M), and the flip reverses rows
     "a reshape to a cast of the length": x.reshape((pt.cast(x.shape[0], "bool"), -1))[
@@ -127,6 +141,20 @@ def test_an_unknown_op_fails_the_proof():
 
     out, _ = scan(lambda row: row.sum() * 2, sequences=[x])
     assert not is_row_local([out], {x: 0})
+
+
+def test_an_op_without_a_rule_fails_even_on_row_free_values_and_is_named_by_type():
+    # Its Python code may compute anything, e.g. from data it holds in a closure.
+    from pytensor.compile.ops import as_op
+
+    @as_op(itypes=[pt.dvector], otypes=[pt.dvector])
+    def doubled(v):
+        return 2 * v
+
+    with pytest.raises(NotRowLocal) as err:
+        datum_axes([doubled(theta).sum() * x[:, 0]], {x: 0})
+    assert err.value.op == "FromFunctionOp" and not err.value.mixes
+    assert str(err.value).startswith("FromFunctionOp: ")
 
 
 def test_row_free_outputs_qualify_and_constants_of_length_n_count_as_data():

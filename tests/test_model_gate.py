@@ -1,0 +1,366 @@
+"""The model adapter's gate (issue 12): the row-locality proof decides, fail closed.
+
+* the models people write are proven row-local, for every graph a step runs (the per-datum
+  log-likelihood, its gradient, batches of rows), and keep working with every step;
+* what the proof cannot show row-local is refused, naming the operation: indexing
+  per-person values by a per-row array (x[g]), Scan, as_op, custom Ops;
+* integer index arrays are bounds-checked when the step is built;
+* containers declared public are frozen; observed values of no rows, or computed from data
+  other than row by row, are refused with messages that hold nothing computed from data.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from pytensor.compile.ops import as_op
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+import pymc_dp
+
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model import PrivateModel
+from pymc_dp.steps.dp_hmc import DPHMC
+from pymc_dp.steps.dp_penalty import DPPenalty
+from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
+
+N = 30
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(N, 2))
+Y = X @ [0.5, -1.0] + RNG.normal(size=N)
+GROUP = np.arange(N) % 4
+CATEGORY = RNG.integers(0, 3, size=N)
+COUNTS = RNG.poisson(2.0, size=N)
+EXPOSURE = RNG.uniform(1.0, 3.0, size=N)
+
+STEPS = {
+    "DPPenalty": lambda: DPPenalty(eps=1.0, clip_bound=1.0, chains=1),
+    "DPHMC": lambda: DPHMC(eps=1.0, grad_clip=1.0, loglik_clip=1.0, chains=1),
+    "MinibatchDPPenalty": lambda: MinibatchDPPenalty(
+        eps=1.0, delta=1e-5, batch_size=10, clip_bound=1.0, tempering=0.5, chains=1
+    ),
+}
+
+
+def _regression_with_dims():
+    Xd = pm.Data("X", X, dims=("obs", "feature"))
+    beta = pm.Normal("beta", 0, 1, dims="feature")
+    sigma = pm.HalfNormal("sigma", 1)
+    pm.Normal("y", Xd @ beta, sigma, observed=pm.Data("yd", Y, dims="obs"), dims="obs")
+
+
+def _hierarchical():
+    mu = pm.Normal("mu")
+    a = pm.Normal("a", mu, 1, shape=4)
+    pm.Normal("y", a[pm.Data("group", GROUP)], 1, observed=Y)
+
+
+def _normal_mixture_ordered():
+    w = pm.Dirichlet("w", np.ones(2))
+    mus = pm.Normal("mus", [-1, 1], 1, transform=pm.distributions.transforms.ordered)
+    pm.NormalMixture("y", w, mus, 1, observed=Y)
+
+
+def _mixture_of_two_families():
+    w = pm.Dirichlet("w", np.ones(2))
+    mu = pm.Normal("mu")
+    components = [pm.Normal.dist(mu, 1), pm.StudentT.dist(nu=3, mu=-mu, sigma=1)]
+    pm.Mixture("y", w, components, observed=Y)
+
+
+def _censored():
+    mu = pm.Normal("mu")
+    pm.Censored("y", pm.Normal.dist(mu, 1), lower=-1, upper=1, observed=np.clip(Y, -1, 1))
+
+
+def _truncated():
+    mu = pm.Normal("mu")
+    pm.Truncated("y", pm.Normal.dist(mu, 1), lower=-5, upper=5, observed=Y)
+
+
+def _custom_logp():
+    mu = pm.Normal("mu")
+    pm.CustomDist("y", mu, logp=lambda v, m: -0.5 * (v - m) ** 2 - pt.log1p(v**2), observed=Y)
+
+
+def _mvnormal_rows():
+    m = pm.Normal("m", shape=2)
+    chol, *_ = pm.LKJCholeskyCov("c", n=2, eta=2, sd_dist=pm.Exponential.dist(1))
+    pm.MvNormal("z", mu=m, chol=chol, observed=X)
+
+
+def _categorical():
+    p = pm.Dirichlet("p", np.ones(3))
+    pm.Categorical("y", p=p, observed=CATEGORY)
+
+
+def _categorical_softmax_regression():
+    B = pm.Normal("B", 0, 1, shape=(2, 3))
+    pm.Categorical("y", p=pm.math.softmax(pm.Data("X", X) @ B, axis=-1), observed=CATEGORY)
+
+
+def _poisson_with_exposure():
+    b = pm.Normal("b")
+    pm.Poisson("y", pm.math.exp(b + np.log(EXPOSURE)), observed=COUNTS)
+
+
+def _student_t():
+    mu = pm.Normal("mu")
+    pm.StudentT("y", nu=4, mu=mu, sigma=1, observed=Y)
+
+
+def _logistic_regression():
+    beta = pm.Normal("beta", 0, 1, shape=2)
+    pm.Bernoulli("y", logit_p=pm.Data("X", X) @ beta, observed=(Y > 0).astype(int))
+
+
+def _probit_regression():
+    beta = pm.Normal("beta", 0, 1, shape=2)
+    pm.Bernoulli("y", p=pm.math.invprobit(pm.Data("X", X) @ beta), observed=(Y > 0).astype(int))
+
+
+ACCEPTED = [
+    _regression_with_dims,
+    _hierarchical,
+    _normal_mixture_ordered,
+    _mixture_of_two_families,
+    _censored,
+    _truncated,
+    _custom_logp,
+    _mvnormal_rows,
+    _categorical,
+    _categorical_softmax_regression,
+    _poisson_with_exposure,
+    _student_t,
+    _logistic_regression,
+    _probit_regression,
+]
+
+
+def _model(build):
+    with pm.Model(coords={"obs": np.arange(N), "feature": ["a", "b"]}) as m:
+        build()
+    return m
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+@pytest.mark.parametrize("build", ACCEPTED, ids=lambda f: f.__name__.strip("_"))
+def test_ordinary_models_are_proven_row_local_for_every_step(build, step):
+    with _model(build):
+        built = STEPS[step]()
+    pmodel = built.private_model
+    q = pmodel.ravel(pmodel._initial_point)
+    rows = np.array([4, 0, 17])
+    np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows], rtol=1e-10)
+
+
+# ---------------------------------------------------------------------- refused models
+def _person_covariate(kind):
+    """x[g]: a per-person covariate read through a per-row index, most rows at person 0."""
+    g = np.zeros(N, dtype=int)
+    g[:5] = np.arange(5)
+    xd = pm.Data("x", RNG.normal(size=N))
+    if kind == "pm.Data":
+        index = pm.Data("g", g)
+    elif kind == "public":
+        index = pm.Data("g", g)
+        pymc_dp.public_data(index)
+    else:
+        index = g
+    b = pm.Normal("b")
+    pm.Normal("y", b * xd[index], 1, observed=Y)
+
+
+def _scan(value, mu):
+    doubled = pytensor.scan(lambda v: 2 * v, sequences=[value], return_updates=False)
+    return -0.5 * (doubled - mu) ** 2
+
+
+@as_op(itypes=[pt.dvector, pt.dvector], otypes=[pt.dvector])
+def _as_op_logp(value, mu):
+    return -0.5 * (value - mu) ** 2
+
+
+@as_op(itypes=[pt.dscalar], otypes=[pt.dscalar])
+def _as_op_of_parameters(mu):
+    return np.asarray(2.0 * mu)  # a closure could hold the data: refused even row-free
+
+
+class _UnknownOp(Op):
+    def make_node(self, value, mu):
+        value, mu = pt.as_tensor(value), pt.as_tensor(mu)
+        return Apply(self, [value, mu], [value.type()])
+
+    def perform(self, node, inputs, outputs):
+        value, mu = inputs
+        outputs[0][0] = -0.5 * (value - mu) ** 2
+
+
+REFUSED = {
+    "x[g], g pm.Data": (lambda: _person_covariate("pm.Data"), "AdvancedSubtensor"),
+    "x[g], g NumPy": (lambda: _person_covariate("NumPy"), "AdvancedSubtensor"),
+    "x[g], g declared public": (lambda: _person_covariate("public"), "AdvancedSubtensor"),
+    "Scan": (lambda: pm.CustomDist("y", pm.Normal("mu"), logp=_scan, observed=Y), "Scan"),
+    "as_op": (
+        lambda: pm.CustomDist("y", pm.Normal("mu"), logp=_as_op_logp, observed=Y),
+        "FromFunctionOp",
+    ),
+    "as_op of the parameters": (
+        lambda: pm.Normal("y", _as_op_of_parameters(pm.Normal("mu")), 1, observed=Y),
+        "FromFunctionOp",
+    ),
+    "unknown Op": (
+        lambda: pm.CustomDist("y", pm.Normal("mu"), logp=_UnknownOp(), observed=Y),
+        "_UnknownOp",
+    ),
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+@pytest.mark.parametrize("which", list(REFUSED))
+def test_what_the_proof_cannot_show_row_local_is_refused_naming_the_op(which, step):
+    build, op_name = REFUSED[which]
+    with pm.Model():
+        build()
+        with pytest.raises(UnsupportedModelError, match=op_name) as err:
+            STEPS[step]()
+    assert "docs/private-mcmc.md" in str(err.value)  # says how to rewrite the model
+
+
+def test_the_refused_person_covariate_really_mixes_rows():
+    # Not an arbitrary refusal: person 0's covariate moves the clipped ratio sum of many rows
+    # (DPPenalty's release), far beyond the 2b a replace-one neighbour may move it.
+    with pm.Model() as m:
+        _person_covariate("pm.Data")
+    rows_loglik = m.compile_logp(vars=m.observed_RVs, sum=False, jacobian=False)
+    bound = 1.0
+
+    def clipped_ratio_sum():
+        new, old = (rows_loglik({"b": b})[0] for b in (1.0, 0.0))
+        return np.clip(new - old, -bound, bound).sum()
+
+    x = m["x"].get_value()
+    before = clipped_ratio_sum()
+    moved = x.copy()
+    moved[0] += 5.0  # one person's covariate
+    pm.set_data({"x": moved}, model=m)
+    assert abs(clipped_ratio_sum() - before) > 10 * 2 * bound
+
+
+# ---------------------------------------------------------------------- index bounds
+def _grouped(kind, group, index=lambda g: g):
+    with pm.Model() as m:
+        if kind == "NumPy":
+            g = group
+        else:
+            g = pm.Data("group", group)
+            if kind == "public":
+                pymc_dp.public_data(g)
+        a = pm.Normal("a", shape=4)
+        pm.Normal("y", a[index(g)], 1, observed=Y)
+    return m
+
+
+@pytest.mark.parametrize("kind", ["pm.Data", "NumPy", "public"])
+@pytest.mark.parametrize("bad", [4, -1, 10**12])
+def test_index_arrays_outside_their_table_are_refused_when_the_step_is_built(kind, bad):
+    group = GROUP.copy()
+    group[7] = bad
+    for step in ("DPPenalty", "MinibatchDPPenalty"):
+        with _grouped(kind, group):
+            with pytest.raises(UnsupportedModelError, match="outside the table") as err:
+                STEPS[step]()
+        assert str(bad) not in str(err.value) and "7" not in str(err.value)
+        assert "Negative indices are refused" in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["pm.Data", "NumPy", "public"])
+def test_index_arrays_in_range_are_accepted(kind):
+    # (A public index array is not data: it does not follow a minibatch's rows.)
+    with _grouped(kind, GROUP):
+        step = STEPS["DPPenalty" if kind == "public" else "MinibatchDPPenalty"]()
+    q = np.arange(4.0)
+    expected = -0.5 * (Y - q[GROUP]) ** 2 - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(step.private_model.loglik(q), expected)
+    if kind != "public":
+        rows = np.array([3, 1])
+        np.testing.assert_allclose(step.private_model.loglik_rows(q, rows), expected[rows])
+
+
+def test_an_index_computed_from_data_is_refused():
+    # Its range cannot be bounded once for every evaluation: pass the array itself.
+    with _grouped("pm.Data", GROUP, index=lambda g: g % 4):
+        with pytest.raises(UnsupportedModelError, match="directly as data"):
+            STEPS["DPPenalty"]()
+
+
+def test_an_index_inside_an_inner_graph_is_refused():
+    # The bounds check does not follow indices into an OpFromGraph: refused, not waved through.
+    from pytensor.compile.builders import OpFromGraph
+
+    with pm.Model():
+        group = pm.Data("group", GROUP)
+        table, index = pt.dvector(), group.type()
+        take = OpFromGraph([table, index], [table[index]])
+        a = pm.Normal("a", shape=4)
+        pm.Normal("y", take(a, group), 1, observed=Y)
+        with pytest.raises(UnsupportedModelError, match="inner graph"):
+            STEPS["DPPenalty"]()
+
+
+# ---------------------------------------------------------------------- public containers
+@pytest.mark.parametrize("where", ["prior", "likelihood"])
+def test_public_containers_are_frozen_once_the_step_is_built(where):
+    with pm.Model() as m:
+        table = pm.Data("table", np.array([0.0, 1.0, 2.0, 3.0]))
+        pymc_dp.public_data(table)
+        if where == "prior":
+            mu = pm.Normal("mu", 0, table[1])
+            pm.Normal("y", mu, 1, observed=Y)
+        else:
+            mu = pm.Normal("mu")
+            pm.Normal("y", mu + table[GROUP], 1, observed=Y)
+        step = DPPenalty(eps=1.0, clip_bound=1.0, chains=1)
+        pm.set_data({"table": np.array([0.0, 5.0, 2.0, 30.0])})
+        with pytest.raises(ValueError, match="changed after the step was built"):
+            pymc_dp.sample(step=step, draws=2, tune=0, chains=1, progressbar=False,
+                           compute_convergence_checks=False)
+
+
+# ---------------------------------------------------------------------- bad observed values
+def test_an_observed_variable_without_rows_is_refused():
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, 1, observed=np.zeros(0))
+    with pytest.raises(UnsupportedModelError, match="has no rows"):
+        PrivateModel(m)
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_observed_values_selected_by_the_data_print_no_count(alone):
+    # y[y > 0]: its length is a count of the data, and its rows are not the data's rows.
+    with pm.Model() as m:
+        yd = pm.Data("yd", Y)
+        mu = pm.Normal("mu")
+        if not alone:
+            pm.Normal("y", mu, 1, observed=yd)
+        pm.Normal("y_positive", mu, 1, observed=yd[yd > 0])
+    with pytest.raises(UnsupportedModelError, match="observed value of 'y_positive'") as err:
+        PrivateModel(m)
+    count = int((Y > 0).sum())
+    assert str(count) not in str(err.value)
+
+
+# ---------------------------------------------------------------------- the probe
+def test_the_probe_moves_rows_drawn_at_random(monkeypatch):
+    with pm.Model() as m:
+        _student_t()
+    pmodel = PrivateModel(m)
+    seen = []
+    monkeypatch.setattr(pmodel, "_probe_rows", lambda point, base, rows: seen.append(set(rows)))
+    for _ in range(6):
+        pmodel._probe_rows_are_independent()
+    assert len({frozenset(r) for r in seen}) > 2  # not the same rows every time
