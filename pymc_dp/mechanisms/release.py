@@ -33,7 +33,9 @@ is large), without noise: it is the declared ``bound`` on the entries when given
 statistic is then clamped to ``[-bound, bound]``, which never increases its sensitivity),
 else the sensitivity. A statistic much larger than its sensitivity (a sum over many rows,
 a count) should declare its bound, e.g. ``n · max(|lower|, |upper|)`` for a sum of
-clamped values.
+clamped values. Independently of that, a release whose value lies beyond ``2**32`` noise
+scales is refused after the noise is added: that check reads the released value only, so it
+is post-processing, and it catches a statistic far larger than its declared scale.
 
 Note on randomness. Noise comes from the ``rng`` you pass. A release is private only if that
 generator is unpredictable to the adversary: use ``np.random.default_rng()`` (fresh OS
@@ -132,6 +134,25 @@ def _noise_scale(scale, sensitivity: float, bound: float | None, what: str) -> f
             "a smaller epsilon)."
         )
     return scale
+
+
+def _checked_release(noisy: np.ndarray, scale: float) -> np.ndarray:
+    """``noisy``, unless an entry is so large that rounding erased most of its noise.
+
+    The check reads the released value only (post-processing: it costs no privacy and
+    reveals nothing the release would not). An entry beyond ``2**32`` noise scales keeps
+    fewer than 20 bits of its noise, so an unbounded statistic far larger than its
+    sensitivity (a sum of n values declared with sensitivity 1, say) is refused here
+    rather than returned nearly exactly.
+    """
+    if not np.all(np.abs(noisy) <= scale * NOISE_RESOLUTION * 2.0**12):
+        raise ValueError(
+            "The released statistic is more than 2**32 noise scales from zero, where "
+            "rounding erases most of the noise. Release a rescaled statistic (a mean "
+            "instead of a sum, say) with its own sensitivity, or declare bound= (a public "
+            "bound on the entries). Nothing is returned; the values are not shown."
+        )
+    return noisy
 
 
 def _bounded(s: np.ndarray, bound: float | None) -> np.ndarray:
@@ -410,7 +431,7 @@ def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
     scale = _noise_scale(sensitivity / epsilon, sensitivity, bound, "Laplace scale")
     gen = _generator(rng)
     s = _bounded(_as_statistic(value), bound)
-    noisy = s + gen.laplace(0.0, scale, size=s.shape)
+    noisy = _checked_release(s + gen.laplace(0.0, scale, size=s.shape), scale)
     return Release(
         name=name, kind=LAPLACE, value=noisy, noise_scale=scale, sensitivity=sensitivity,
         epsilon=epsilon, neighbouring=neighbouring,
@@ -488,7 +509,7 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
     sigma = _noise_scale(sigma, sensitivity, bound, "Gaussian noise sd")
     gen = _generator(rng)
     s = _bounded(_as_statistic(value), bound)
-    noisy = s + gen.normal(0.0, sigma, size=s.shape)
+    noisy = _checked_release(s + gen.normal(0.0, sigma, size=s.shape), sigma)
     return Release(
         name=name, kind=GAUSSIAN, value=noisy, noise_scale=sigma, sensitivity=sensitivity,
         epsilon=epsilon, delta=delta, neighbouring=neighbouring,

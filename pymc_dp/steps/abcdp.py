@@ -152,6 +152,14 @@ class ABCDP(PrivateStep):
     """
 
     name = "abcdp"
+    privacy_settings = (
+        "sensitivity",
+        "distance",
+        "resample",
+        "simulator",
+        "_chain_eps",
+        "_scale",
+    )
     needs_continuous = False  # prior draws need no gradient or random walk
     pure_dp = True  # Thm 4.1: each chain is ε-DP, no δ
     default_tune_steps = 0

@@ -37,8 +37,10 @@ and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_c
 
 from __future__ import annotations
 
+import functools
 import warnings
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +111,47 @@ class PrivateStep(ArrayStepShared):
     needs_continuous = True
     #: pure ε-DP steps (no δ): their budget and reports have δ = 0
     pure_dp = False
+    #: Attributes that define the mechanism or its accounting (noise, clip bounds, release
+    #: counts, the budget and its ledger). Each class lists its own; together they are fixed
+    #: once the step is built: only the step itself changes them (its calibration, its plan),
+    #: so every chain runs with the noise and sensitivity its reservation paid for.
+    privacy_settings: tuple[str, ...] = (
+        "epsilon",
+        "delta",
+        "planned_chains",
+        "guard",
+        "private_model",
+    )
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_seals_settings", False):
+            cls.__init__ = _sealing(init)
+
+    def __setattr__(self, name, value):
+        if (
+            self.__dict__.get("_settings_sealed", False)
+            and not self.__dict__.get("_settings_open", False)
+            and name in _all_privacy_settings(type(self))
+        ):
+            raise AttributeError(
+                f"{type(self).__name__}.{name} defines the privacy mechanism or its accounting "
+                "and is fixed once the step is built: a chain must run with the noise and "
+                "sensitivity its reservation paid for. Create a new step with the setting "
+                "you want."
+            )
+        super().__setattr__(name, value)
+
+    @contextmanager
+    def _changing_settings(self):
+        """Let the step's own calibration and plan set its privacy settings."""
+        previous = self.__dict__.get("_settings_open", False)
+        object.__setattr__(self, "_settings_open", True)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_settings_open", previous)
 
     def __init__(
         self,
@@ -125,16 +168,17 @@ class PrivateStep(ArrayStepShared):
         rng=None,
     ):
         # Public arguments first: bad input fails before the model or its data is touched.
-        check_epsilon(eps)
+        # (the checked values are kept: a float subclass could change between two reads)
+        eps = check_epsilon(eps)
         if delta is not None:
-            check_delta(delta)
+            delta = check_delta(delta)
         if not blocked:
             raise ValueError(
                 f"{type(self).__name__} updates all variables in one block (blocked=True): "
                 "separate per-variable steps would each need their own budget."
             )
         if chains is not None:
-            _check_chains(chains)
+            chains = _check_chains(chains)
         if self.pure_dp and delta is not None:
             raise ValueError(f"{type(self).__name__} is pure ε-DP: it takes no delta.")
 
@@ -223,7 +267,8 @@ class PrivateStep(ArrayStepShared):
                 f"This step already ran chains planned as {self.planned_chains} shares of its "
                 f"budget; it cannot be re-planned for {chains} chains. Create a new step."
             )
-        self.planned_chains = int(chains)
+        with self._changing_settings():
+            self.planned_chains = int(chains)
 
     def _progressbar_config(self, n_chains=1):
         """Refuse a run of more chains than the plan has left, then PyMC's bar settings.
@@ -281,7 +326,8 @@ class PrivateStep(ArrayStepShared):
         check_data = getattr(self.private_model, "check_data_unchanged", None)
         if check_data is not None:
             check_data()
-        self._calibrate(iterations, self.planned_chains)
+        with self._changing_settings():
+            self._calibrate(iterations, self.planned_chains)
         events = self._chain_events(iterations)
         self._check_fits(events)
         info = {"run_id": self.run_id, "tune": int(tune), "draws": int(draws),
@@ -366,6 +412,35 @@ class PrivateStep(ArrayStepShared):
 
     def _iteration_privacy_stats(self) -> dict[str, Any]:
         raise NotImplementedError
+
+
+def _sealing(init):
+    """``init`` that fixes the privacy settings once the outermost ``__init__`` returns."""
+
+    @functools.wraps(init)
+    def sealed_init(self, *args, **kwargs):
+        depth = self.__dict__.get("_init_depth", 0)
+        object.__setattr__(self, "_init_depth", depth + 1)
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_init_depth", depth)
+        if depth == 0:
+            object.__setattr__(self, "_settings_sealed", True)
+
+    sealed_init._seals_settings = True
+    return sealed_init
+
+
+@functools.cache
+def _all_privacy_settings(cls) -> frozenset[str]:
+    """The privacy settings of ``cls`` and of every class it derives from."""
+    return frozenset(
+        name for klass in cls.__mro__ for name in klass.__dict__.get("privacy_settings", ())
+    )
+
+
+PrivateStep.__init__ = _sealing(PrivateStep.__init__)
 
 
 def _check_chains(chains) -> int:

@@ -90,6 +90,7 @@ class DPBarker(SubsampledPrivateStep):
     """
 
     name = "dp_barker"
+    privacy_settings = ("noise_variance",)
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),

@@ -181,6 +181,15 @@ class DPHMC(GaussianPrivateStep):
     """
 
     name = "dp_hmc"
+    privacy_settings = (
+        "grad_clip",
+        "loglik_clip",
+        "n_steps",
+        "grad_noise_multiplier",
+        "loglik_noise_multiplier",
+        "budget_split",
+        "_fixed_noise",
+    )
     _state_class = DPHMCState
     stats_dtypes_shapes = {
         "accept": (np.float64, []),

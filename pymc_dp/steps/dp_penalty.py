@@ -76,6 +76,7 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
     """
 
     name = "dp_penalty"
+    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise")
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),

@@ -86,6 +86,7 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
     """
 
     name = "minibatch_dp_penalty"
+    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations")
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),

@@ -48,6 +48,8 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     accounting (``_calibrate``, ``_chain_events``).
     """
 
+    privacy_settings = ("batch_size", "tempering", "sampling_rate")
+
     def __init__(
         self,
         vars=None,

@@ -295,3 +295,17 @@ def test_a_declared_bound_clamps_the_statistic_and_keeps_the_noise():
     rel = gaussian_release([5.0, -0.5], sensitivity=1.0, sigma=1e-3, bound=1.0, rng=0)
     assert np.all(np.abs(rel.value - [1.0, -0.5]) < 0.01)
     assert rel.noise_scale == 1e-3
+
+
+@pytest.mark.parametrize("release", ["laplace", "gaussian"])
+def test_a_statistic_that_rounding_would_release_exactly_is_refused(release):
+    # An outside review released 2**60 with sensitivity 1 and got the exact value back
+    # 1000 times out of 1000: the noise was below the spacing of the doubles there.
+    kwargs = dict(sensitivity=1.0, rng=np.random.default_rng(0))
+    fn = laplace_release if release == "laplace" else gaussian_release
+    kwargs.update(epsilon=1.0) if release == "laplace" else kwargs.update(sigma=1.0)
+    with pytest.raises(ValueError, match="2\\*\\*32 noise scales") as err:
+        fn(np.array([2.0**60, 1.0]), **kwargs)
+    assert "1152921504606846976" not in str(err.value) and "1.15" not in str(err.value)
+    # a statistic within range, or declared with its bound, is released as before
+    assert fn(np.array([1e6, 1.0]), **kwargs).value.shape == (2,)

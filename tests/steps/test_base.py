@@ -138,3 +138,42 @@ def test_setup_chain_reserves_nothing_until_the_first_step(conjugate):
     assert step.guard.reservations() == []
     step.astep(_point_q(step, model))
     assert len(step.guard.reservations()) == 1
+
+
+# ------------------------------------------------------------------ fixed privacy settings
+def _built_steps():
+    """One built step of every kind, on a small conjugate model."""
+    import pymc as pm
+
+    y = np.random.default_rng(0).normal(size=200)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 10)
+        pm.Normal("y", mu, 1, observed=y)
+        yield pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, chains=1)
+        yield pymc_dp.DPHMC(eps=1.0, grad_clip=1.0, loglik_clip=1.0, chains=1)
+        yield pymc_dp.MinibatchDPPenalty(eps=1.0, clip_bound=1.0, batch_size=20, chains=1)
+        yield pymc_dp.DPBarker(eps=8.0, batch_size=20, chains=1)
+
+
+SETTINGS = {
+    "DPPenalty": {"noise_multiplier": 1e-6, "clip_bound": 1e-9, "epsilon": 1e9},
+    "DPHMC": {"n_steps": 1000, "grad_noise_multiplier": 1e-6, "loglik_clip": 1e-9},
+    "MinibatchDPPenalty": {"batch_size": 200, "sampling_rate": 1e-9, "noise_multiplier": 1e-6},
+    "DPBarker": {"batch_size": 200, "noise_variance": 1e-9, "delta": 0.5},
+}
+
+
+def test_privacy_settings_cannot_be_changed_once_the_step_is_built():
+    # An outside review changed a built step's noise, release count or batch size (before
+    # the run, or from a callback during it): the ledger kept the reserved cost while the
+    # chain spent far more. Such attributes are fixed; the step's own calibration still
+    # sets its noise.
+    for step in _built_steps():
+        for name, value in SETTINGS[type(step).__name__].items():
+            before = getattr(step, name)
+            with pytest.raises(AttributeError, match="fixed once the step is built"):
+                setattr(step, name, value)
+            assert getattr(step, name) == before
+        step.plan(1)  # the step's own plan may still set its chain count
+        step.setup_chain(np.random.default_rng(0), 0, 5)  # and its calibration the noise
+        step.tune_interval = 10  # settings that do not define the mechanism stay free
