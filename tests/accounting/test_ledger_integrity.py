@@ -187,7 +187,9 @@ def test_a_budget_changed_in_the_steps_memory_is_refused(conjugate, change):
     with model:
         step = pymc_dp.DPPenalty(eps=EPS, clip_bound=2.0, chains=1)
     for name, value in change.items():
-        setattr(step, name, value)
+        with pytest.raises(AttributeError, match="fixed once the step is built"):
+            setattr(step, name, value)  # the first line: the step's settings are fixed
+        step.__dict__[name] = value  # past it, by hand: the ledger is the second line
     with pytest.raises(LedgerIntegrityError, match="differs from the budget recorded"):
         step.setup_chain(np.random.default_rng(0), 0, 5)
     assert step.guard.reservations() == []
