@@ -235,6 +235,10 @@ class PosteriorSampling(FixedSettings):
     Not released: the other MCMC draws, sampler statistics (step sizes, energies, tree
     depths are functions of the tempered posterior's geometry), timings, and the R-hat /
     ESS values (functions of all the tempered chain's draws, not only of the N released).
+    Nor shown while it runs: PyMC's log messages (divergences with their energy change,
+    the run's wall time) and warnings, and the messages of errors raised inside NUTS.
+
+    Subclasses are refused: a subclass could release more than the report says.
 
     Examples
     --------
@@ -359,7 +363,9 @@ class PosteriorSampling(FixedSettings):
         **kwargs
             Passed to ``pm.sample``; only those in ``SAMPLE_KWARGS`` (``cores``,
             ``target_accept``, ``max_treedepth``, ``init`` without ADVI or MAP, ``initvals``,
-            ``quiet``, …), and ``progressbar`` only as False. Anything that would show you
+            ``quiet``, …), and ``progressbar`` only as False. The run is always quiet: PyMC's
+            loggers (``pymc`` and its children) are silenced and warnings dropped while it
+            runs, whatever the user configured, and restored after. Anything that would show you
             the tempered chain beyond the N released draws (``callback``, ``trace``,
             ``discard_tuned_samples``, ``return_inferencedata``, ``idata_kwargs``,
             ``compute_convergence_checks``, ``keep_warning_stat``, ``step``, the progress

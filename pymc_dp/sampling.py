@@ -3,7 +3,8 @@
 A result that users will share carries the posterior draws, the stats that pymc_dp's steps
 declare and the privacy report, and nothing else: no observed or constant data, no
 log-likelihoods, no deterministics computed from data, no stats of other samplers, no timings,
-no coordinates that no released variable uses. :func:`release` builds such a result from a
+no coordinates but the labels of the dimensions released variables use, and labels of
+per-person dimensions only as positions. :func:`release` builds such a result from a
 whitelist and records what it released, so that a result extended afterwards (e.g. by
 ``pm.compute_log_likelihood``) is recognised as no longer safe to share.
 """
@@ -196,21 +197,29 @@ def sample(
     returned ``DataTree`` has
 
     * only what :func:`release` keeps: draws of free variables and of deterministics that
-      read no data, the stats the step declares, the coordinates they use (no
-      ``observed_data``, ``constant_data`` or log-likelihood groups, no timings);
+      read no data, the stats the step declares, the labels of the dimensions they use,
+      per-person ones as positions (no ``observed_data``, ``constant_data`` or
+      log-likelihood groups, no timings);
     * attrs ``dp_epsilon``, ``dp_delta`` (what this run cost) and ``dp_report`` (a JSON
-      string: budget, planned against spent, per chain, the mechanism ledger), which
-      survive ``to_netcdf`` and ``to_zarr``.
+      string: budget, planned against spent, per chain, the mechanism ledger, the step's
+      class, n), which survive ``to_netcdf`` and ``to_zarr``.
 
     Parameters
     ----------
     step : PrivateStep
-        The private step (exactly one: it covers every free variable); non-private steps
-        are refused.
+        The private step (exactly one: it covers every free variable); non-private steps,
+        and subclasses of pymc_dp's steps defined elsewhere, are refused before anything
+        runs.
     draws, tune, chains, var_names, **kwargs
         As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …). ``tune=None``
         uses the step's short default. By default only free variables and deterministics
         that read neither data nor array constants are recorded.
+
+    Raises
+    ------
+    PrivacyBudgetExceeded
+        Besides the budget checks of the step: the chains' own privacy stats report a
+        higher cost than the ledger reserved for the run. The draws are withheld.
 
     Notes
     -----
@@ -599,9 +608,14 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
     * in the posterior, free variables and deterministics that read neither data nor array
       constants (found from ``model``, or the model in context);
     * in the sample stats, the stats that pymc_dp's steps declare (:func:`declared_stats`);
-    * the coordinates that a kept variable uses, the group attributes in
-      ``PUBLIC_GROUP_ATTRS`` (no timings) and the root attributes ``dp_epsilon``,
-      ``dp_delta``, ``dp_report``;
+    * the index coordinates (labels) of the dimensions a kept variable uses, and no other
+      coordinate (one laid along a dimension, e.g. a data column, is dropped). Labels of a
+      per-person dimension, one whose length is n, the number of individuals, become
+      positions 0, …, n−1 (with a ``UserWarning``): identifiers, or a data column used as
+      labels, would show who is in the data. n comes from the model, the report or a
+      minibatch step's stats; if none states it, every dimension counts as per-person;
+    * the group attributes in ``PUBLIC_GROUP_ATTRS`` (no timings) and the root attributes
+      ``dp_epsilon``, ``dp_delta``, ``dp_report``;
 
     drops any ``drop_vars``, and records in the attribute ``dp_released`` what it kept.
 
@@ -624,8 +638,12 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
         * nothing shows that a private step made the draws (no privacy stats, no report);
         * ``idata`` was released before and then extended with content computed from the
           data (``pm.compute_log_likelihood``,
-          ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, added groups
-          or variables).
+          ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, added groups,
+          variables or coordinates, labels of a per-person dimension);
+        * its report does not name pymc_dp's own steps or mechanism as its maker (a
+          subclass defined elsewhere, or a report of an older pymc_dp). A trace of plain
+          ``pm.sample`` does not record its step's class: there, only the stats' names
+          and shapes are checked.
 
     Examples
     --------
