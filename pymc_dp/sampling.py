@@ -547,8 +547,9 @@ def _per_person_lengths(idata, model) -> frozenset[int] | None:
     found = set()
     if model is not None and (n := n_individuals(model)) is not None:
         found.add(n)
-    if "dp_report" in idata.attrs and json.loads(idata.attrs["dp_report"]).get("n_data"):
-        found.add(int(json.loads(idata.attrs["dp_report"])["n_data"]))
+    stated = json.loads(idata.attrs.get("dp_report", "{}")).get("n_data")
+    if stated:
+        found.add(int(stated))
     for group in STATS_GROUPS:
         if group in idata.children and "dp_n_data" in idata[group].data_vars:
             found.update(int(v) for v in np.unique(idata[group]["dp_n_data"].values))
