@@ -15,11 +15,13 @@ only, and nothing is released unless the check passes.
 
 from __future__ import annotations
 
+import logging
 import math
 import uuid
 import warnings
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import arviz as az
@@ -44,17 +46,24 @@ from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.validation import check_epsilon
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.lipschitz import (
     LipschitzBound,
     check_data_within_bounds,
     lipschitz_bound,
 )
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
-from pymc_dp.sampling import PrivacyReport, release
+from pymc_dp.sampling import (
+    PrivacyReport,
+    _qualified_name,
+    check_own_mechanism,
+    n_individuals,
+    release,
+)
 
 __all__ = ["NotConvergedError", "PosteriorSampling", "SAMPLE_KWARGS", "tempered_model"]
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 TEMPERED_POTENTIAL = "tempered_loglik"
 
 #: Initialisations of NUTS that print nothing about the tempered model (ADVI and MAP report
@@ -165,7 +174,7 @@ def tempered_model(model: Model, temperature: float) -> Model:
 
 
 # ---------------------------------------------------------------------- the mechanism
-class PosteriorSampling:
+class PosteriorSampling(FixedSettings):
     r"""The posterior sampling mechanism: N draws of a tempered posterior, pure ε-DP.
 
     Given the number ``draws`` = N of draws to release and the budget ``eps``, the
@@ -212,6 +221,12 @@ class PosteriorSampling:
         T = min(1, ε / (2NL)), nudged down so that ``N · 2TL ≤ ε`` in floating point.
     epsilon_per_draw : float
         ``2 T L``.
+    tempered : pm.Model
+        The tempered model NUTS runs on.
+
+    These, ``epsilon``, ``draws`` and every other setting (``privacy_settings``) are fixed
+    once the object is built: setting one raises ``AttributeError``, so that the ledger
+    reserves what the run costs.
 
     Notes
     -----
@@ -220,6 +235,10 @@ class PosteriorSampling:
     Not released: the other MCMC draws, sampler statistics (step sizes, energies, tree
     depths are functions of the tempered posterior's geometry), timings, and the R-hat /
     ESS values (functions of all the tempered chain's draws, not only of the N released).
+    Nor shown while it runs: PyMC's log messages (divergences with their energy change,
+    the run's wall time) and warnings, and the messages of errors raised inside NUTS.
+
+    Subclasses are refused: a subclass could release more than the report says.
 
     Examples
     --------
@@ -238,6 +257,29 @@ class PosteriorSampling:
     (True, 0.0)
     """
 
+    #: Everything that defines the mechanism, its accounting or what it releases: fixed once
+    #: the object is built (:class:`pymc_dp.fixed_settings.FixedSettings`).
+    privacy_settings = (
+        "epsilon",
+        "delta",
+        "draws",
+        "max_rhat",
+        "min_ess",
+        "model",
+        "lipschitz",
+        "metric",
+        "private_model",
+        "deterministics_reading_data",
+        "temperature",
+        "epsilon_per_draw",
+        "tempered",
+        "guard",
+    )
+    _fixed_reason = (
+        "the ledger reserves the cost these settings define, and the draws must be made "
+        "with them."
+    )
+
     def __init__(
         self,
         *,
@@ -250,6 +292,7 @@ class PosteriorSampling:
         model: Model | None = None,
         ledger_dir=None,
     ):
+        check_own_mechanism(self)  # a subclass could release more than its report says
         # Public arguments first: bad input fails before the model or its data is touched.
         self.epsilon = check_epsilon(eps, "eps")
         self.delta = 0.0
@@ -320,7 +363,9 @@ class PosteriorSampling:
         **kwargs
             Passed to ``pm.sample``; only those in ``SAMPLE_KWARGS`` (``cores``,
             ``target_accept``, ``max_treedepth``, ``init`` without ADVI or MAP, ``initvals``,
-            ``quiet``, …), and ``progressbar`` only as False. Anything that would show you
+            ``quiet``, …), and ``progressbar`` only as False. The run is always quiet: PyMC's
+            loggers (``pymc`` and its children) are silenced and warnings dropped while it
+            runs, whatever the user configured, and restored after. Anything that would show you
             the tempered chain beyond the N released draws (``callback``, ``trace``,
             ``discard_tuned_samples``, ``return_inferencedata``, ``idata_kwargs``,
             ``compute_convergence_checks``, ``keep_warning_stat``, ``step``, the progress
@@ -381,25 +426,34 @@ class PosteriorSampling:
                 f"L = {self.lipschitz.L:.6g} ({self.metric}); 2TL per draw"
             ),
         )
-        self.guard.reserve([event], run_id=run_id, draws=k, temperature=self.temperature)
+        self.guard.reserve(
+            [event],
+            budget=(self.epsilon, self.delta),
+            run_id=run_id,
+            draws=k,
+            temperature=self.temperature,
+        )
 
         var_names = self._released_names()
         try:
-            idata = pm.sample(
-                draws=mcmc_draws,
-                tune=tune,
-                chains=chains,
-                model=self.tempered,
-                var_names=var_names,
-                random_seed=random_seed,
-                compute_convergence_checks=False,
-                **{**kwargs, "progressbar": False},
-            )
-        except pm.exceptions.SamplingError:
-            # PyMC's message lists log densities at the starting point, which read the data.
+            with _silenced_pymc():
+                idata = pm.sample(
+                    draws=mcmc_draws,
+                    tune=tune,
+                    chains=chains,
+                    model=self.tempered,
+                    var_names=var_names,
+                    random_seed=random_seed,
+                    compute_convergence_checks=False,
+                    **{**kwargs, "progressbar": False, "quiet": True},
+                )
+        except Exception:
+            # PyMC's messages carry values of the tempered chain (SamplingError lists log
+            # densities at the starting point, which read the data).
             raise RuntimeError(
-                "NUTS failed on the tempered posterior (details withheld: they contain log "
-                "densities of the data). Nothing was released; the budget is spent."
+                "NUTS failed on the tempered posterior (details withheld: they contain values "
+                "of the tempered chain, computed from the data). Nothing was released; the "
+                "budget is spent."
             ) from None
         posterior = idata["posterior"].to_dataset()
         diagnostics = _diagnostics(posterior, [v.name for v in self.tempered.free_RVs])
@@ -447,6 +501,8 @@ class PosteriorSampling:
         spent = ledger.epsilon(0.0)
         details = {
             "report_version": REPORT_VERSION,
+            "made_by": [_qualified_name(type(self))],
+            "n_data": n_individuals(self.model),
             "mechanism": "posterior sampling (Dimitrakakis et al. 2017, Thm 8, Cor 10)",
             "budget": {"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
             "spent": {
@@ -512,6 +568,32 @@ class PosteriorSampling:
 
 
 # ---------------------------------------------------------------------- helpers
+@contextmanager
+def _silenced_pymc():
+    """PyMC's logging and all warnings off for the tempered run, whatever the user set.
+
+    The tempered chain shows nothing but its N released draws. PyMC logs every divergence
+    with its energy change (at DEBUG), the run's wall time and the run's warnings; a user
+    who configured the ``pymc`` logger, or one of its children, would see them. Every
+    ``pymc`` logger is raised above CRITICAL for the run (levels are checked where a record
+    is made, so the children too), and restored after. Warnings are dropped, not replaced:
+    even a value-free warning would say that the tempered chain did something.
+    """
+    manager = logging.Logger.manager
+    names = ["pymc", *(n for n in list(manager.loggerDict) if n.startswith("pymc."))]
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    try:
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL + 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def _events(reservation: dict):
     from pymc_dp.accounting.events import event_from_dict
 

@@ -3,7 +3,8 @@
 A result that users will share carries the posterior draws, the stats that pymc_dp's steps
 declare and the privacy report, and nothing else: no observed or constant data, no
 log-likelihoods, no deterministics computed from data, no stats of other samplers, no timings,
-no coordinates that no released variable uses. :func:`release` builds such a result from a
+no coordinates but the labels of the dimensions released variables use, and labels of
+per-person dimensions only as positions. :func:`release` builds such a result from a
 whitelist and records what it released, so that a result extended afterwards (e.g. by
 ``pm.compute_log_likelihood``) is recognised as no longer safe to share.
 """
@@ -32,7 +33,7 @@ from pymc_dp import _progressbar
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
-from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import data_dependent_deterministics
 from pymc_dp.steps.base import PrivateStep
 from pymc_dp.steps.subsampled import events_from_stats
@@ -68,7 +69,7 @@ RELEASED_ATTR = "dp_released"
 #: Root attributes a released result keeps: the privacy report and the release record.
 RELEASE_ATTRS = ("dp_epsilon", "dp_delta", "dp_report", RELEASED_ATTR)
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 
 # PyMC 6.4's progress bar imports matplotlib, which nothing installs: without this, every
 # pm.sample with the default progressbar=True fails on a fresh install (pymc_dp._progressbar).
@@ -160,6 +161,8 @@ def _private_steps(step) -> list[PrivateStep]:
         raise UnsupportedModelError(
             "pymc_dp.sample runs exactly one private step: each covers every free variable."
         )
+    for s in steps:
+        check_own_mechanism(s)
     return steps
 
 
@@ -194,21 +197,29 @@ def sample(
     returned ``DataTree`` has
 
     * only what :func:`release` keeps: draws of free variables and of deterministics that
-      read no data, the stats the step declares, the coordinates they use (no
-      ``observed_data``, ``constant_data`` or log-likelihood groups, no timings);
+      read no data, the stats the step declares, the labels of the dimensions they use,
+      per-person ones as positions (no ``observed_data``, ``constant_data`` or
+      log-likelihood groups, no timings);
     * attrs ``dp_epsilon``, ``dp_delta`` (what this run cost) and ``dp_report`` (a JSON
-      string: budget, planned against spent, per chain, the mechanism ledger), which
-      survive ``to_netcdf`` and ``to_zarr``.
+      string: budget, planned against spent, per chain, the mechanism ledger, the step's
+      class, n), which survive ``to_netcdf`` and ``to_zarr``.
 
     Parameters
     ----------
     step : PrivateStep
-        The private step (exactly one: it covers every free variable); non-private steps
-        are refused.
+        The private step (exactly one: it covers every free variable); non-private steps,
+        and subclasses of pymc_dp's steps defined elsewhere, are refused before anything
+        runs.
     draws, tune, chains, var_names, **kwargs
         As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …). ``tune=None``
         uses the step's short default. By default only free variables and deterministics
         that read neither data nor array constants are recorded.
+
+    Raises
+    ------
+    PrivacyBudgetExceeded
+        Besides the budget checks of the step: the chains' own privacy stats report a
+        higher cost than the ledger reserved for the run. The draws are withheld.
 
     Notes
     -----
@@ -265,7 +276,7 @@ def sample(
         idata_kwargs=idata_kwargs,
         **kwargs,
     )
-    report = _run_report(steps, run_id, idata)
+    report = _run_report(steps, run_id, idata, model)
     idata = release(idata, model=model)
     idata.attrs["dp_epsilon"] = report.epsilon
     idata.attrs["dp_delta"] = report.delta
@@ -273,8 +284,15 @@ def sample(
     return idata
 
 
-def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
-    """Compose the report of one run from the steps' reservations and the trace."""
+def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyReport:
+    """Compose the report of one run from the steps' reservations and the trace.
+
+    Raises
+    ------
+    PrivacyBudgetExceeded
+        The trace's own privacy stats say the run spent more than its reservations: the
+        draws are withheld (see :func:`_check_trace_within_reserved`).
+    """
     per_step = []
     for s in steps:
         reservations = [r for r in s.guard.reservations() if r.get("run_id") == run_id]
@@ -299,8 +317,12 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
     epsilon = sum(ledger.epsilon(s.delta) for s, ledger, _ in per_step)
     delta = sum(s.delta for s, _, _ in per_step)
     lifetime = sum(s.guard.spent().epsilon(s.delta) for s in steps)
+    from_trace = _trace_spent(steps, idata)
+    _check_trace_within_reserved(from_trace, epsilon)
     details = {
         "report_version": REPORT_VERSION,
+        "made_by": [_qualified_name(type(s)) for s in steps],
+        "n_data": n_individuals(model),
         "budget": {
             "epsilon": sum(s.epsilon for s in steps),
             "delta": delta,
@@ -309,7 +331,7 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
         "spent": {
             "epsilon": epsilon,
             "step_lifetime_epsilon": lifetime,
-            "from_trace": _trace_spent(steps, idata),
+            "from_trace": from_trace,
         },
         "accountant": "PrivacyLedger: exact Gaussian composition (summed μ) for plain "
         "Gaussian releases, dp-accounting for subsampled ones, basic composition with "
@@ -323,11 +345,28 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata) -> PrivacyReport:
     return PrivacyReport(epsilon, delta, "pymc_dp.sample (reserved ledger of this run)", details)
 
 
-def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
-    """The run's cost recomputed from the trace's own per-draw μ (Gaussian steps only).
+def _check_trace_within_reserved(from_trace: dict | None, reserved: float) -> None:
+    """Refuse a run whose trace reports a higher cost than the ledger reserved for it.
 
-    Equal to the reserved cost when every chain ran to the end; smaller if a chain stopped
-    early (its reservation is not given back).
+    The privacy settings of a step are fixed once it is built, so the two agree; this
+    checks it again from what the chains themselves recorded (defence in depth). The
+    tolerance covers rounding only: the two sums add the same terms in another order.
+    """
+    if from_trace is not None and from_trace["epsilon"] > reserved * (1 + 1e-9):
+        raise PrivacyBudgetExceeded(
+            f"The chains' own privacy stats say this run cost ε = {from_trace['epsilon']:.6g}, "
+            f"more than the ε = {reserved:.6g} reserved for it in the ledger: the steps ran "
+            "with settings other than those their reservations paid for. The draws are "
+            "withheld; the reserved budget is spent. Create new steps and sample again."
+        )
+
+
+def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
+    """The run's cost recomputed from the trace's own privacy stats.
+
+    Gaussian steps record μ per chain, minibatch steps their releases, pure ε-DP steps
+    (ABCDP) ε per chain. Equal to the reserved cost when every chain ran to the end;
+    smaller if a chain stopped early (its reservation is not given back).
     """
     stats = idata.children.get("sample_stats")
     if stats is not None and "dp_releases_chain" in stats and len(steps) == 1:
@@ -338,6 +377,9 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
                 "releases_per_chain": [events[0].count for events in chain_events],
                 "epsilon": ledger.epsilon(steps[0].delta),
             }
+    if stats is not None and "dp_epsilon_chain" in stats and len(steps) == 1:
+        eps = np.ravel(stats["dp_epsilon_chain"].isel(draw=-1).values)
+        return {"epsilon_per_chain": [float(e) for e in eps], "epsilon": float(eps.sum())}
     if stats is None or "dp_mu_chain" not in stats or len(steps) != 1:
         return None
     mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
@@ -372,17 +414,61 @@ def declared_stats() -> dict[str, dict[str, tuple]]:
     ['accept', 'accepted', 'dp_delta', 'dp_mu', 'dp_mu_chain', 'noise_multiplier',
      'scaling']
     """
+    return {cls.__name__: dict(cls.stats_dtypes_shapes) for cls in _own_step_classes()}
+
+
+@functools.cache
+def _own_step_classes() -> tuple[type, ...]:
+    """The concrete private steps that pymc_dp defines (in :mod:`pymc_dp.steps`)."""
     import pymc_dp.steps as package
 
     for info in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{info.name}")
-    found, todo = {}, list(PrivateStep.__subclasses__())
+    found, todo = [], list(PrivateStep.__subclasses__())
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
         if cls.__module__.startswith(f"{package.__name__}.") and cls.stats_dtypes_shapes:
-            found[cls.__name__] = dict(cls.stats_dtypes_shapes)
-    return found
+            found.append(cls)
+    return tuple(found)
+
+
+def _own_mechanisms() -> tuple[type, ...]:
+    """Every class whose results :func:`release` accepts: pymc_dp's steps and mechanisms."""
+    from pymc_dp.posterior_sampling import PosteriorSampling
+
+    return (*_own_step_classes(), PosteriorSampling)
+
+
+def _qualified_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def check_own_mechanism(obj) -> None:
+    """Refuse an object whose class pymc_dp does not define (e.g. a user's subclass).
+
+    What a release keeps is checked by name (the stats pymc_dp's steps declare, the
+    variables of the model), not by how it was computed: a subclass can record values
+    computed from the data under a declared name, or add less noise than its parent while
+    reporting the parent's cost. Only pymc_dp's own classes are known to do what their
+    reports say.
+
+    Raises
+    ------
+    UnsupportedModelError
+        ``type(obj)`` is not one of pymc_dp's private steps or mechanisms.
+    """
+    cls = type(obj)
+    if cls not in _own_mechanisms():
+        bases = [_qualified_name(b) for b in cls.__mro__[1:] if b in _own_mechanisms()]
+        parent = f" (a subclass of {bases[0]})" if bases else ""
+        raise UnsupportedModelError(
+            f"{_qualified_name(cls)} is defined outside pymc_dp{parent}. pymc_dp cannot "
+            "check what a class it does not define records and releases: a subclass can "
+            "record values computed from the data under the names pymc_dp's steps declare, "
+            "or add less noise than its report says. Use pymc_dp's own steps and mechanisms. "
+            "Nothing was run and no budget was reserved."
+        )
 
 
 def _stats_owner(idata) -> tuple[str, bool] | None:
@@ -436,6 +522,50 @@ def _released_record(idata) -> dict[str, list[str]] | None:
     return None if record is None else json.loads(record)["groups"]
 
 
+def n_individuals(model) -> int | None:
+    """n, the number of individuals: the leading length of the model's observed values.
+
+    Public under replace-one neighbouring (every report states it). ``None`` if the
+    observed values do not share one leading length (private steps refuse such models).
+    Only shapes are read, never values.
+    """
+    from pymc_dp.model import _numeric_value
+
+    lengths = {
+        np.shape(_numeric_value(model.rvs_to_values[rv]))[:1] for rv in model.observed_RVs
+    }
+    return lengths.pop()[0] if len(lengths) == 1 and () not in lengths else None
+
+
+def _per_person_lengths(idata, model) -> frozenset[int] | None:
+    """The lengths of per-person dimensions: n, from every source that states it.
+
+    The model (given or in context), the report (``n_data``), a minibatch step's
+    ``dp_n_data`` stats and an earlier release's record. ``None`` if none states it: every
+    dimension is then treated as per-person.
+    """
+    found = set()
+    if model is not None and (n := n_individuals(model)) is not None:
+        found.add(n)
+    stated = json.loads(idata.attrs.get("dp_report", "{}")).get("n_data")
+    if stated:
+        found.add(int(stated))
+    for group in STATS_GROUPS:
+        if group in idata.children and "dp_n_data" in idata[group].data_vars:
+            found.update(int(v) for v in np.unique(idata[group]["dp_n_data"].values))
+    if RELEASED_ATTR in idata.attrs:
+        found.update(json.loads(idata.attrs[RELEASED_ATTR]).get("per_person_lengths") or ())
+    return frozenset(found) or None
+
+
+def _is_per_person(size: int, per_person: frozenset[int] | None) -> bool:
+    return per_person is None or size in per_person
+
+
+def _positions(ds: xr.Dataset, dim: str) -> np.ndarray:
+    return np.arange(ds.sizes[dim])
+
+
 def _unreleased_content(idata) -> list[str]:
     """What ``idata`` holds beyond what a release keeps (empty for a released result)."""
     record = _released_record(idata)
@@ -447,10 +577,24 @@ def _unreleased_content(idata) -> list[str]:
     if record is None:
         found.append("no record of a pymc_dp release (plain pm.sample keeps all it computed)")
         return found
+    kept = json.loads(idata.attrs[RELEASED_ATTR])
+    per_person = (
+        frozenset(kept["per_person_lengths"]) if kept.get("per_person_lengths") else None
+    )
     for group, names in record.items():
         if group in idata.children:
-            extra = sorted(set(idata[group].data_vars) - set(names))
+            ds = idata[group].to_dataset()
+            extra = sorted(set(ds.data_vars) - set(names))
             found += [f"variable {v!r} of group {group!r}" for v in extra]
+            found += [
+                f"coordinate {c!r} of group {group!r}" for c in ds.coords if c not in ds.dims
+            ]
+            found += [
+                f"labels of the per-person dimension {d!r} of group {group!r}"
+                for d in ds.indexes
+                if _is_per_person(ds.sizes[d], per_person)
+                and not np.array_equal(ds[d].values, _positions(ds, d))
+            ]
     return found
 
 
@@ -465,9 +609,14 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
     * in the posterior, free variables and deterministics that read neither data nor array
       constants (found from ``model``, or the model in context);
     * in the sample stats, the stats that pymc_dp's steps declare (:func:`declared_stats`);
-    * the coordinates that a kept variable uses, the group attributes in
-      ``PUBLIC_GROUP_ATTRS`` (no timings) and the root attributes ``dp_epsilon``,
-      ``dp_delta``, ``dp_report``;
+    * the index coordinates (labels) of the dimensions a kept variable uses, and no other
+      coordinate (one laid along a dimension, e.g. a data column, is dropped). Labels of a
+      per-person dimension, one whose length is n, the number of individuals, become
+      positions 0, …, n−1 (with a ``UserWarning``): identifiers, or a data column used as
+      labels, would show who is in the data. n comes from the model, the report or a
+      minibatch step's stats; if none states it, every dimension counts as per-person;
+    * the group attributes in ``PUBLIC_GROUP_ATTRS`` (no timings) and the root attributes
+      ``dp_epsilon``, ``dp_delta``, ``dp_report``;
 
     drops any ``drop_vars``, and records in the attribute ``dp_released`` what it kept.
 
@@ -490,8 +639,12 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
         * nothing shows that a private step made the draws (no privacy stats, no report);
         * ``idata`` was released before and then extended with content computed from the
           data (``pm.compute_log_likelihood``,
-          ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, added groups
-          or variables).
+          ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, added groups,
+          variables or coordinates, labels of a per-person dimension);
+        * its report does not name pymc_dp's own steps or mechanism as its maker (a
+          subclass defined elsewhere, or a report of an older pymc_dp). A trace of plain
+          ``pm.sample`` does not record its step's class: there, only the stats' names
+          and shapes are checked.
 
     Examples
     --------
@@ -534,9 +687,11 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
                     "release needs the model (model=... or a model context) to tell free "
                     "variables from deterministics computed from data."
                 ) from None
+    _check_made_by(idata)
     keep = None if model is None else set(_releasable_names(model))
+    per_person = _per_person_lengths(idata, model)
     stats = set().union(*declared_stats().values())
-    groups, record = {}, {}
+    groups, record, relabelled = {}, {}, set()
     for group in RELEASED_GROUPS:
         if group not in idata.children:
             continue
@@ -547,29 +702,72 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
             for v in ds.data_vars
             if v not in set(drop_vars) and (allowed is None or v in allowed)
         ]
-        groups[group] = _public_dataset(ds, names)
+        groups[group], replaced = _public_dataset(ds, names, per_person)
+        relabelled.update(replaced)
         record[group] = names
+    if relabelled:
+        why = (
+            "they have one entry per individual (their length is n)"
+            if per_person is not None
+            else "the number of individuals n is unknown (no model, report or earlier "
+            "release states it), so every dimension is treated as per-person"
+        )
+        warnings.warn(
+            f"The labels of dimensions {sorted(relabelled)} were replaced by positions "
+            f"0, 1, …: {why}, and labels of individuals (identifiers, data columns) would "
+            "show who is in the data.",
+            UserWarning,
+            stacklevel=2,
+        )
     out = xr.DataTree.from_dict(groups)
     out.attrs = {k: v for k, v in idata.attrs.items() if k in RELEASE_ATTRS}
-    out.attrs[RELEASED_ATTR] = json.dumps({"groups": record})
+    lengths = None if per_person is None else sorted(per_person)
+    out.attrs[RELEASED_ATTR] = json.dumps({"groups": record, "per_person_lengths": lengths})
     return out
 
 
-def _public_dataset(ds: xr.Dataset, names: Sequence[str]) -> xr.Dataset:
-    """The variables ``names`` of ``ds``, the coordinates they use, the public attributes.
+def _check_made_by(idata) -> None:
+    """Refuse a report that names a class pymc_dp does not define (or names none)."""
+    if "dp_report" not in idata.attrs:
+        return
+    made_by = json.loads(idata.attrs["dp_report"]).get("made_by")
+    own = {_qualified_name(cls) for cls in _own_mechanisms()}
+    if not made_by or not set(made_by) <= own:
+        raise ValueError(
+            "The privacy report of this result does not say it was made by pymc_dp's own "
+            "steps or mechanisms (its 'made_by' names a class defined elsewhere, e.g. a "
+            "subclass, or is missing: an older pymc_dp). pymc_dp cannot check what such a "
+            "class recorded. Sample again with pymc_dp's own steps."
+        )
 
-    Built anew, so that no variable attribute, unused coordinate or dimension (a coordinate
-    can be built from the data, e.g. labels of the observations) comes along.
+
+def _public_dataset(
+    ds: xr.Dataset, names: Sequence[str], per_person: frozenset[int] | None
+) -> tuple[xr.Dataset, list[str]]:
+    """The variables ``names`` of ``ds``, the labels of their dimensions, the public attributes.
+
+    Built anew, so that no variable attribute, other coordinate or unused dimension comes
+    along: only index coordinates (a dimension's labels) of dimensions that the variables
+    use, never a coordinate laid along a dimension (a data column attached to the trace).
+    Labels of a per-person dimension (length n) become positions: the identifiers of the
+    individuals, or any data column, would show who is in the data.
+
+    Returns the dataset and the dimensions whose labels were replaced.
     """
-    used = {d for v in names for d in ds[v].dims}
-    coords = {
-        c: (ds[c].dims, ds[c].values)
-        for c in ds.coords
-        if ds[c].dims and set(ds[c].dims) <= used
-    }
+    used = dict.fromkeys(d for v in names for d in ds[v].dims)
+    coords, replaced = {}, []
+    for dim in used:
+        if dim not in ds.indexes:
+            continue
+        labels = ds[dim].values
+        if _is_per_person(ds.sizes[dim], per_person):
+            if not np.array_equal(labels, _positions(ds, dim)):
+                replaced.append(dim)
+            labels = _positions(ds, dim)
+        coords[dim] = labels
     data = {v: (ds[v].dims, ds[v].values) for v in names}
     attrs = {k: v for k, v in ds.attrs.items() if k in PUBLIC_GROUP_ATTRS}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(data, coords=coords, attrs=attrs), replaced
 
 
 # ---------------------------------------------------------------------- report

@@ -351,3 +351,79 @@ def test_discrete_bayesian_network_end_to_end():
     assert dict(idata.posterior["cpt"].sizes) == {"chain": 1, "draw": 3, "parent": 2, "state": 3}
     assert np.all(idata.posterior["cpt"].values >= 0.05)
     assert idata.attrs["dp_epsilon"] <= 2.0 and idata.attrs["dp_delta"] == 0.0
+
+
+# ---------------------------------------------------------------------- what the run shows
+def _funnel(y):
+    """A model whose prior has a funnel: NUTS diverges on the tempered posterior."""
+    with pm.Model() as m:
+        p = pm.Uniform("p", 0.05, 0.95)
+        v = pm.Normal("v", 0, 3)
+        pm.Normal("x", 0, pm.math.exp(v / 2))
+        pm.Bernoulli("y", p, observed=y)
+    return m
+
+
+def test_the_tempered_run_logs_and_warns_nothing(bernoulli_data, monkeypatch):
+    # An outside review turned on the 'pymc' logger: every divergence of the tempered chain
+    # was logged with its energy change, and the run's wall time too.
+    import logging
+    import warnings
+
+    records = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    watched = {"pymc": logging.DEBUG, "pymc.stats.convergence": logging.DEBUG,
+               "pymc.sampling.mcmc": logging.INFO}
+    before = {name: logging.getLogger(name).level for name in watched}
+    real_sample = pm.sample
+
+    def sample_that_warns(*args, **kwargs):  # as a PyMC that warned about the chain would
+        warnings.warn("energy change 12345.678 at a tempered draw", RuntimeWarning)
+        return real_sample(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample_that_warns)
+    mech = PosteriorSampling(eps=1.0, draws=5, max_rhat=100.0, min_ess=1.0,
+                             model=_funnel(bernoulli_data))
+    logging.getLogger("pymc").addHandler(handler)
+    try:
+        for name, level in watched.items():
+            logging.getLogger(name).setLevel(level)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mech.sample(chains=2, tune=50, mcmc_draws=50, random_seed=1, target_accept=0.5,
+                        quiet=False, progressbar=False, cores=1)
+        levels = {name: logging.getLogger(name).level for name in watched}
+    finally:
+        logging.getLogger("pymc").removeHandler(handler)
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
+    assert [r.getMessage() for r in records] == []
+    assert [str(w.message) for w in caught] == []
+    assert levels == watched  # the user's settings are back
+
+
+def test_settings_that_define_the_mechanism_are_fixed(bernoulli_data):
+    # An outside review lowered epsilon_per_draw after construction: the ledger charged
+    # 5e-12 for a run that cost 1.
+    mech = PosteriorSampling(eps=1.0, draws=5, min_ess=50.0, model=beta_bernoulli(bernoulli_data))
+    other = tempered_model(beta_bernoulli(bernoulli_data), 1.0)
+    for name, value in {"epsilon_per_draw": 1e-12, "tempered": other, "temperature": 1.0,
+                        "lipschitz": None, "epsilon": 1e9, "draws": 1000, "guard": None,
+                        "model": None, "min_ess": 1.0}.items():
+        before = getattr(mech, name)
+        with pytest.raises(AttributeError, match="fixed once the object is built"):
+            setattr(mech, name, value)
+        with pytest.raises(AttributeError, match="fixed once the object is built"):
+            delattr(mech, name)
+        assert getattr(mech, name) is before
+    idata = mech.sample(mcmc_draws=200, random_seed=1, **RUN)
+    assert idata.attrs["dp_epsilon"] == pytest.approx(1.0, rel=1e-9)  # the honest cost
+
+
+def test_a_subclass_is_refused_before_the_data_is_read(bernoulli_data):
+    class Leaky(PosteriorSampling):
+        pass
+
+    with pytest.raises(UnsupportedModelError, match="defined outside pymc_dp"):
+        Leaky(eps=1.0, draws=5, model=beta_bernoulli(bernoulli_data))

@@ -239,3 +239,168 @@ def test_a_released_result_extended_by_pymc_is_no_longer_releasable(released, re
             pymc_dp.release(tree, model=regression_model)
     # what was released is still releasable
     assert set(pymc_dp.release(idata).children) == {"posterior", "sample_stats"}
+
+
+# ---------------------------------------------------------------------- coordinates
+N_PEOPLE = 30
+
+
+@pytest.fixture(scope="module")
+def per_person():
+    """A per-person effect labelled with the people's identifiers, as PyMC users write it."""
+    rng = np.random.default_rng(4)
+    ids = [f"SSN-{rng.integers(10**8, 10**9)}" for _ in range(N_PEOPLE)]
+    y = rng.normal(size=N_PEOPLE)
+    with pm.Model(coords={"patient": ids, "arm": ["control", "treated"]}) as m:
+        mu = pm.Normal("mu", 0, 10, dims="arm")
+        z = pm.Normal("z", 0, 1, dims="patient")
+        pm.Normal("y", mu[0] + z, 1, observed=y, dims="patient")
+    return m, ids
+
+
+def _sample_per_person(model, sampler=None):
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, chains=1, proposal="one_component")
+        run = sampler or pymc_dp.sample
+        return run(step=step, draws=5, tune=5, chains=1, random_seed=0, **SAMPLE)
+
+
+def _no_identifiers(idata, ids, tmp_path):
+    path = tmp_path / "result.nc"
+    idata.to_netcdf(path)
+    return not any(i.encode() in path.read_bytes() for i in ids)
+
+
+def test_labels_of_individuals_are_released_as_positions(per_person, tmp_path):
+    # An outside review: coords={"patient": ids} put the participants' identifiers into the
+    # released result (membership disclosure), by pymc_dp.sample and by release.
+    model, ids = per_person
+    with pytest.warns(UserWarning, match=r"\['patient'\] were replaced by positions"):
+        result = _sample_per_person(model)
+    raw = _sample_per_person(model, sampler=pm.sample)
+    with pytest.warns(UserWarning, match=r"\['patient'\] were replaced by positions"):
+        released = pymc_dp.release(raw, model=model)
+    for idata in (result, released):
+        assert list(idata.posterior["patient"].values) == list(range(N_PEOPLE))
+        assert list(idata.posterior["arm"].values) == ["control", "treated"]  # not per-person
+        assert _no_identifiers(idata, ids, tmp_path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert pymc_dp.privacy_report(idata).safe_to_share
+    assert json.loads(result.attrs["dp_report"])["n_data"] == N_PEOPLE
+
+
+def test_a_data_column_as_labels_is_not_released():
+    # Labels taken from a data column (here the observed values themselves) are per-person.
+    y = np.random.default_rng(6).normal(size=20).round(6)
+    with pm.Model(coords={"person": y}) as m:
+        z = pm.Normal("z", 0, 1, dims="person")
+        pm.Normal("y", z, 1, observed=y, dims="person")
+    with pytest.warns(UserWarning, match="replaced by positions"):
+        idata = _sample_per_person(m)
+    assert not set(idata.posterior["person"].values) & set(y)
+
+
+def test_release_keeps_no_coordinate_laid_along_a_dimension(per_person):
+    # release compared dimension names only: a non-index coordinate along 'patient' (a data
+    # column attached to the trace) was kept.
+    model, _ = per_person
+    raw = _sample_per_person(model, sampler=pm.sample)
+    age = np.random.default_rng(7).integers(20, 90, N_PEOPLE)
+    raw["posterior"] = raw["posterior"].to_dataset().assign_coords(
+        age=("patient", age), arm_name=("arm", ["c", "t"]), label=((), "x")
+    )
+    with pytest.warns(UserWarning, match="replaced by positions"):
+        out = pymc_dp.release(raw, model=model)
+    assert set(out.posterior.coords) == {"chain", "draw", "patient", "arm"}
+
+
+def test_coordinates_added_after_the_release_make_it_unsafe(per_person):
+    model, ids = per_person
+    with pytest.warns(UserWarning, match="replaced by positions"):
+        result = _sample_per_person(model)
+    tampered = {
+        "coordinate 'age'": result["posterior"].to_dataset().assign_coords(
+            age=("patient", np.arange(N_PEOPLE) + 20)
+        ),
+        "labels of the per-person dimension 'patient'": result["posterior"]
+        .to_dataset()
+        .assign_coords(patient=ids),
+    }
+    for what, posterior in tampered.items():
+        tree = result.copy()
+        tree["posterior"] = posterior
+        with pytest.warns(NotReleasableWarning, match=what):
+            assert not pymc_dp.privacy_report(tree).safe_to_share
+        with pytest.raises(ValueError, match=f"then extended with {what}"):
+            pymc_dp.release(tree)
+
+
+def test_without_n_every_dimension_is_treated_as_per_person(per_person):
+    model, _ = per_person
+    with pytest.warns(UserWarning, match="replaced by positions"):
+        result = _sample_per_person(model)
+    report = json.loads(result.attrs["dp_report"])
+    report["n_data"] = None
+    unknown = xr.DataTree.from_dict({"posterior": result["posterior"].to_dataset()})
+    unknown.attrs["dp_report"] = json.dumps(report)
+    with pytest.warns(UserWarning, match=r"\['arm'\] were replaced .* n is unknown"):
+        out = pymc_dp.release(unknown)
+    assert list(out.posterior["arm"].values) == [0, 1]
+
+
+# ---------------------------------------------------------------------- the run's own stats
+def test_a_run_whose_stats_report_more_than_it_reserved_is_withheld(small_model, monkeypatch):
+    # Defence in depth: settings are fixed once a step is built, but if a chain still ran
+    # with more μ than its reservation paid for, its draws are not returned.
+    from pymc_dp.steps.gaussian import GaussianPrivateStep
+
+    honest = GaussianPrivateStep._iteration_privacy_stats
+
+    def overspending(self):
+        stats = honest(self)
+        return {**stats, "dp_mu_chain": 4 * stats["dp_mu_chain"]}
+
+    monkeypatch.setattr(GaussianPrivateStep, "_iteration_privacy_stats", overspending)
+    with small_model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="more than the ε = 1 reserved"):
+            pymc_dp.sample(step=step, draws=5, tune=0, chains=1, random_seed=0, **SAMPLE)
+
+
+def _uniforms(rng, theta, size):
+    return theta[0] + rng.random(size)
+
+
+def test_a_pure_dp_steps_cost_is_recomputed_from_the_trace_too():
+    # The check above needs the trace's own cost: ABCDP (pure ε-DP) now gives it as well.
+    with pm.Model():
+        theta = pm.Uniform("theta", 0, 1, shape=1)
+        pm.Simulator("y", _uniforms, theta, observed=np.random.default_rng(0).random(40))
+        step = pymc_dp.ABCDP(eps=1.0, threshold=0.5, chains=1)
+        idata = pymc_dp.sample(step=step, draws=3, chains=1, random_seed=0, **SAMPLE)
+    spent = json.loads(idata.attrs["dp_report"])["spent"]
+    assert spent["from_trace"]["epsilon"] == pytest.approx(spent["epsilon"], rel=1e-9)
+
+
+# ---------------------------------------------------------------------- custom steps
+def test_steps_defined_outside_pymc_dp_are_refused(small_model, released):
+    # A subclass can record values computed from the data under the names pymc_dp's steps
+    # declare: release checks stats by name only, so such steps are refused up front.
+    class MyPenalty(pymc_dp.DPPenalty):
+        pass
+
+    with small_model:
+        step = MyPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        with pytest.raises(pymc_dp.UnsupportedModelError, match="defined outside pymc_dp"):
+            pymc_dp.sample(step=step, draws=5, tune=0, chains=1, **SAMPLE)
+    assert step.guard.reservations() == []
+    # A report that names another class, or none, is not released.
+    idata, _ = released
+    for made_by in (["tests.MyPenalty"], None):
+        report = json.loads(idata.attrs["dp_report"])
+        report["made_by"] = made_by
+        tree = idata.copy()
+        tree.attrs["dp_report"] = json.dumps(report)
+        with pytest.raises(ValueError, match="does not say it was made by pymc_dp"):
+            pymc_dp.release(tree)

@@ -37,10 +37,8 @@ and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_c
 
 from __future__ import annotations
 
-import functools
 import warnings
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +56,7 @@ from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
 __all__ = ["PrivateStep", "pymc_default_chains"]
@@ -83,7 +82,7 @@ class _ChainBudget:
     done: int = 0
 
 
-class PrivateStep(ArrayStepShared):
+class PrivateStep(FixedSettings, ArrayStepShared):
     """Base class of private PyMC steps (see the module docstring).
 
     Parameters
@@ -122,36 +121,8 @@ class PrivateStep(ArrayStepShared):
         "guard",
         "private_model",
     )
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is not None and not getattr(init, "_seals_settings", False):
-            cls.__init__ = _sealing(init)
-
-    def __setattr__(self, name, value):
-        if (
-            self.__dict__.get("_settings_sealed", False)
-            and not self.__dict__.get("_settings_open", False)
-            and name in _all_privacy_settings(type(self))
-        ):
-            raise AttributeError(
-                f"{type(self).__name__}.{name} defines the privacy mechanism or its accounting "
-                "and is fixed once the step is built: a chain must run with the noise and "
-                "sensitivity its reservation paid for. Create a new step with the setting "
-                "you want."
-            )
-        super().__setattr__(name, value)
-
-    @contextmanager
-    def _changing_settings(self):
-        """Let the step's own calibration and plan set its privacy settings."""
-        previous = self.__dict__.get("_settings_open", False)
-        object.__setattr__(self, "_settings_open", True)
-        try:
-            yield
-        finally:
-            object.__setattr__(self, "_settings_open", previous)
+    _fixed_owner = "step"
+    _fixed_reason = "a chain must run with the noise and sensitivity its reservation paid for."
 
     def __init__(
         self,
@@ -412,35 +383,6 @@ class PrivateStep(ArrayStepShared):
 
     def _iteration_privacy_stats(self) -> dict[str, Any]:
         raise NotImplementedError
-
-
-def _sealing(init):
-    """``init`` that fixes the privacy settings once the outermost ``__init__`` returns."""
-
-    @functools.wraps(init)
-    def sealed_init(self, *args, **kwargs):
-        depth = self.__dict__.get("_init_depth", 0)
-        object.__setattr__(self, "_init_depth", depth + 1)
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            object.__setattr__(self, "_init_depth", depth)
-        if depth == 0:
-            object.__setattr__(self, "_settings_sealed", True)
-
-    sealed_init._seals_settings = True
-    return sealed_init
-
-
-@functools.cache
-def _all_privacy_settings(cls) -> frozenset[str]:
-    """The privacy settings of ``cls`` and of every class it derives from."""
-    return frozenset(
-        name for klass in cls.__mro__ for name in klass.__dict__.get("privacy_settings", ())
-    )
-
-
-PrivateStep.__init__ = _sealing(PrivateStep.__init__)
 
 
 def _check_chains(chains) -> int:
