@@ -29,6 +29,14 @@ Life cycle (each stage sees only what it may see)::
     bound = fitted.bind(y_private)                   # reads the private data
     rho = bound(summaries)                           # distances, never released
 
+Failures. Whether computing a distance fails must not tell anything about the private data:
+an exception raised while evaluating ρ(Y*, ·) for a summary (a user function of
+:class:`ClippedDistance` that raises for some values, say) or a NaN counts as the distance's
+``max_value``, the largest value it takes, and warnings and floating-point traps are silenced
+while the private data is in use. Only public checks raise (a simulation of another shape).
+A distance that fails to bind to the private data is covered by
+:meth:`Distance.bind_quietly`, which ABCDP uses once a public stand-in bound without error.
+
 Floating point. The sensitivity bounds hold in exact arithmetic. The declared
 :meth:`~Distance.sensitivity` adds a small, documented allowance for rounding so that the bound
 holds for the computed values too: a relative ``1e-5`` for the random features (their trig is
@@ -41,11 +49,15 @@ error e of MMD² into sqrt(e) near zero. At N = 5000 these are 0.001 % and 0.09 
 from __future__ import annotations
 
 import math
+import warnings
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from pymc_dp.accounting.validation import check_int, check_positive
 
 __all__ = [
     "BoundDistance",
@@ -72,9 +84,19 @@ _MAX_ABS_FLOAT32 = 1e30
 
 
 def _check_rows(n_rows) -> int:
-    if isinstance(n_rows, bool) or not isinstance(n_rows, int | np.integer) or n_rows < 1:
-        raise ValueError(f"the number of rows must be an int >= 1, got {n_rows!r}")
-    return int(n_rows)
+    return check_int(n_rows, "the number of rows")
+
+
+@contextmanager
+def _silenced():
+    """No warning and no floating-point trap (``np.seterr``) while the private data is in use.
+
+    A warning or a trapped overflow shows, outside the sparse vector, what the data values
+    alone decide.
+    """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
 
 
 def _as_rows(y, name: str = "data") -> np.ndarray:
@@ -175,6 +197,10 @@ class Distance:
     #: (float64 squares of differences stay finite); ABCDP refuses larger ones before any
     #: budget is reserved
     max_abs_value: float = _MAX_ABS_FLOAT64
+    #: the largest value ρ takes (a finite number): values are clamped to [0, max_value], and
+    #: a NaN or an error while evaluating ρ counts as max_value; ABCDP refuses a distance
+    #: without one
+    max_value: float | None = None
 
     def sensitivity(self, n_rows: int) -> float:  # pragma: no cover - abstract
         """Replace-one sensitivity Δ_ρ for datasets of ``n_rows`` rows."""
@@ -197,6 +223,27 @@ class Distance:
         obs = _as_rows(observed, "observed data")
         return self._bind(obs)
 
+    def bind_quietly(self, observed) -> BoundDistance:
+        """:meth:`bind`, or, if that raises, ρ ≡ ``max_value``: no exception, no message.
+
+        For the private observations, once the same distance bound a public dataset of the
+        same shape without error (ABCDP does this before reserving the budget): a failure here
+        then depends on the data values, and raising would show it outside ε. Every prior draw
+        is then rejected, unless the noise accepts it. The declared sensitivity must cover
+        this case (the built-in distances do not fail on data in their range).
+        """
+        obs = np.asarray(observed)
+        n = int(obs.shape[0])
+        try:
+            with _silenced():
+                return self.bind(obs)
+        except Exception:
+            largest = float(self.max_value)
+            return BoundDistance(
+                lambda summary: largest, self.sensitivity(n), n,
+                int(np.prod(obs.shape[1:], dtype=np.int64)), largest, self.describe(),
+            )
+
     def _bind(self, observed: np.ndarray) -> BoundDistance:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -209,34 +256,61 @@ class BoundDistance:
     """ρ(Y*, ·) for one private dataset: call it on a sequence of public summaries.
 
     ``distance_fn(summary) -> float`` reads the private data captured at :meth:`Distance.bind`;
-    ``n_rows`` and ``row_shape`` describe the observed data so that simulated datasets of another
-    size are refused (Lemma 4.1 needs equal set sizes).
+    ``n_rows`` and ``row_dim`` describe the observed data so that simulated datasets of another
+    size are refused (Lemma 4.1 needs equal set sizes). Values are clamped to
+    ``[0, max_value]``; a NaN, or an exception raised by ``distance_fn``, counts as
+    ``max_value``, so that calling a bound distance never raises because of the data.
     """
 
     distance_fn: Callable[[object], float]
     sensitivity: float
     n_rows: int
     row_dim: int
+    max_value: float
     description: str = ""
 
     def __call__(self, summaries) -> np.ndarray:
-        return np.fromiter(
-            (self.distance_fn(s) for s in summaries), dtype=np.float64, count=len(summaries)
-        )
+        for s in summaries:  # public: the simulations' shapes
+            _check_same_shape(s, self.n_rows, self.row_dim)
+        with _silenced():
+            return np.fromiter(
+                (self._value(s) for s in summaries), dtype=np.float64, count=len(summaries)
+            )
+
+    def _value(self, summary) -> float:
+        try:
+            value = float(self.distance_fn(summary))
+        except Exception:
+            # No data-dependent exception: a failure counts as the largest distance.
+            return self.max_value
+        if math.isnan(value):
+            return self.max_value
+        return min(max(value, 0.0), self.max_value)
+
+    def evaluate(self, summary) -> float:
+        """``distance_fn(summary)`` as computed, errors raised: for public stand-in data only."""
+        return float(self.distance_fn(summary))
+
+
+def _check_same_shape(summary, n_rows: int, row_dim: int) -> None:
+    """Refuse the summary of a simulation of another shape than the observations, if it says."""
+    if isinstance(summary, np.ndarray):  # the rows themselves (Distance.summarize)
+        _check_same_rows(summary.shape[0], n_rows)
+        return
+    rows = getattr(summary, "n_rows", None)
+    if rows is not None:
+        _check_same_rows(int(rows), n_rows)
+    dim = getattr(summary, "row_dim", None)
+    if dim is not None and int(dim) != row_dim:
+        raise ValueError("simulated rows have another dimension than the observed rows")
 
 
 def _check_bandwidth(bandwidth) -> float | str:
     if isinstance(bandwidth, str):
         if bandwidth != "median":
-            raise ValueError(f"bandwidth must be a float > 0 or 'median', got {bandwidth!r}")
+            raise ValueError("bandwidth must be a finite number > 0 or 'median', got another str")
         return bandwidth
-    try:
-        value = float(bandwidth)
-    except (TypeError, ValueError):
-        raise TypeError(f"bandwidth must be a float > 0 or 'median', got {bandwidth!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"bandwidth must be a finite float > 0 or 'median', got {bandwidth!r}")
-    return value
+    return check_positive(bandwidth, "bandwidth")
 
 
 def _check_same_rows(summary_rows: int, n_rows: int) -> None:
@@ -268,6 +342,7 @@ class MMD(Distance):
 
     bandwidth: float | str = "median"
     max_rows_median: int = 1000
+    max_value = 2.0  # Lemma 4.1: ρ ≤ 2 √B_k
 
     def __post_init__(self):
         object.__setattr__(self, "bandwidth", _check_bandwidth(self.bandwidth))
@@ -299,13 +374,12 @@ class MMD(Distance):
         n, d = observed.shape
 
         def distance(summary: _ExactSummary) -> float:
-            _check_same_rows(summary.rows.shape[0], n)
-            if summary.rows.shape[1] != d:
-                raise ValueError("simulated rows have another dimension than the observed rows")
             sq = k_xx + summary.k_yy - 2.0 * gaussian_kernel_mean(observed, summary.rows, l)
             return min(math.sqrt(max(sq, 0.0)), 2.0)
 
-        return BoundDistance(distance, self.sensitivity(n), n, d, self.describe())
+        return BoundDistance(
+            distance, self.sensitivity(n), n, d, self.max_value, self.describe()
+        )
 
     def describe(self) -> str:
         return f"MMD(gaussian, bandwidth={self.bandwidth!r}, exact)"
@@ -315,6 +389,14 @@ class MMD(Distance):
 class _ExactSummary:
     rows: np.ndarray
     k_yy: float
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def row_dim(self) -> int:
+        return int(self.rows.shape[1])
 
 
 @dataclass(frozen=True)
@@ -343,15 +425,13 @@ class RandomFeatureMMD(Distance):
     precision: str = "float32"
     max_rows_median: int = 1000
     frequencies: np.ndarray | None = field(default=None, repr=False, compare=False)
+    max_value = 2.0  # ‖mean φ(Y*) − mean φ(Y)‖ ≤ 2 for ‖φ‖ = 1
 
     def __post_init__(self):
         object.__setattr__(self, "bandwidth", _check_bandwidth(self.bandwidth))
-        if isinstance(self.n_features, bool) or not isinstance(self.n_features, int | np.integer):
-            raise TypeError(f"n_features must be an int >= 1, got {self.n_features!r}")
-        if self.n_features < 1:
-            raise ValueError(f"n_features must be an int >= 1, got {self.n_features!r}")
-        if self.precision not in ("float32", "float64"):
-            raise ValueError(f"precision must be 'float32' or 'float64', got {self.precision!r}")
+        object.__setattr__(self, "n_features", check_int(self.n_features, "n_features"))
+        if not (isinstance(self.precision, str) and self.precision in ("float32", "float64")):
+            raise ValueError("precision must be 'float32' or 'float64'")
 
     @property
     def needs_fit(self) -> bool:  # type: ignore[override]
@@ -427,17 +507,18 @@ class RandomFeatureMMD(Distance):
 
     def summarize(self, simulated):
         rows = _as_rows(simulated, "simulated data")
-        return _FeatureSummary(rows.shape[0], self.features_mean(rows))
+        return _FeatureSummary(rows.shape[0], self.features_mean(rows), rows.shape[1])
 
     def _bind(self, observed):
         n, d = observed.shape
         mean_obs = self.features_mean(observed)
 
         def distance(summary: _FeatureSummary) -> float:
-            _check_same_rows(summary.n_rows, n)
             return min(float(np.linalg.norm(mean_obs - summary.mean)), 2.0)
 
-        return BoundDistance(distance, self.sensitivity(n), n, d, self.describe())
+        return BoundDistance(
+            distance, self.sensitivity(n), n, d, self.max_value, self.describe()
+        )
 
     def describe(self) -> str:
         return (
@@ -450,6 +531,7 @@ class RandomFeatureMMD(Distance):
 class _FeatureSummary:
     n_rows: int
     mean: np.ndarray
+    row_dim: int
 
 
 class ClippedDistance(Distance):
@@ -463,45 +545,48 @@ class ClippedDistance(Distance):
     clip : float
         C: ABCDP uses ``min(max(fn, 0), C)`` (Park et al., after Thm 4.1). The clamp bounds the
         sensitivity by C whatever ``fn`` does, so the sensitivity used is ``min(sensitivity, C)``.
-        A NaN value counts as C (raising would make an error message depend on the data).
+        A NaN value, or an exception raised by ``fn``, counts as C: whether ``fn`` fails may
+        depend on the data, and an error would show it.
     sensitivity : float or callable
         The declared replace-one sensitivity of ``fn`` on datasets of N rows: a number or a
         function of N (e.g. ``lambda n: 2 * B / n`` for the gap between means of data in
-        [0, B]). Declaring it correctly is the user's responsibility; it is not checked.
+        [0, B]), for ``fn`` with its failures counted as C. Declaring it correctly is the
+        user's responsibility; it is not checked.
     summary : callable, optional
         A public reduction of each simulated dataset, computed where the simulations run.
     name : str, optional
         A label for reports.
+
+    The settings are fixed once built (the sensitivity a step computed from them must stay
+    true).
     """
 
     def __init__(self, fn, *, clip: float, sensitivity, summary=None, name: str = ""):
         if not callable(fn):
             raise TypeError("fn must be callable fn(observed, simulated) -> float")
-        try:
-            clip = float(clip)
-        except (TypeError, ValueError):
-            raise TypeError(f"clip must be a number > 0, got {clip!r}") from None
-        if not (math.isfinite(clip) and clip > 0):
-            raise ValueError(f"clip must be a finite number > 0, got {clip!r}")
+        clip = check_positive(clip, "clip")
         if sensitivity is None:
             raise ValueError(
                 "ClippedDistance needs a declared sensitivity (a number, or a function of N)"
             )
         if not callable(sensitivity):
-            try:
-                value = float(sensitivity)
-            except (TypeError, ValueError):
-                raise TypeError(f"sensitivity must be a number > 0, got {sensitivity!r}") from None
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity!r}")
-            sensitivity = value
+            sensitivity = check_positive(sensitivity, "sensitivity")
         if summary is not None and not callable(summary):
             raise TypeError("summary must be callable or None")
-        self.fn = fn
-        self.clip = clip
-        self.declared_sensitivity = sensitivity
-        self.summary = summary
-        self.name = name
+        fields = dict(fn=fn, clip=clip, declared_sensitivity=sensitivity, summary=summary,
+                      name=str(name))
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            f"ClippedDistance settings are fixed once built ({name!r}): a step's sensitivity "
+            "was computed from them. Create a new ClippedDistance."
+        )
+
+    @property
+    def max_value(self) -> float:  # type: ignore[override]
+        return self.clip
 
     def sensitivity(self, n_rows: int) -> float:
         s = self.declared_sensitivity
@@ -512,27 +597,30 @@ class ClippedDistance(Distance):
 
     def summarize(self, simulated):
         rows = np.asarray(simulated)
-        return (rows.shape[0], self.summary(rows) if self.summary is not None else rows)
+        payload = self.summary(rows) if self.summary is not None else rows
+        return _ClippedSummary(int(rows.shape[0]), payload, int(np.prod(rows.shape[1:])))
 
     def bind(self, observed):
         obs = np.asarray(observed)
         if obs.ndim == 0:
             raise ValueError("observed data must have at least one dimension (rows)")
         n = int(obs.shape[0])
-        clip = self.clip
+        fn = self.fn
 
-        def distance(summary) -> float:
-            n_sim, payload = summary
-            _check_same_rows(n_sim, n)
-            value = float(self.fn(obs, payload))
-            if math.isnan(value):
-                # No data-dependent exception: a NaN counts as the largest distance.
-                return clip
-            return min(max(value, 0.0), clip)
+        def distance(summary: _ClippedSummary) -> float:
+            # clamped, NaN and errors counted as clip, by BoundDistance
+            return fn(obs, summary.payload)
 
         row_dim = int(np.prod(obs.shape[1:])) if obs.ndim > 1 else 1
-        return BoundDistance(distance, self.sensitivity(n), n, row_dim, self.describe())
+        return BoundDistance(distance, self.sensitivity(n), n, row_dim, self.clip, self.describe())
 
     def describe(self) -> str:
         label = self.name or getattr(self.fn, "__name__", "distance")
         return f"ClippedDistance({label}, clip={self.clip})"
+
+
+@dataclass(frozen=True)
+class _ClippedSummary:
+    n_rows: int
+    payload: object
+    row_dim: int

@@ -84,6 +84,8 @@ class SimulatorModel:
         The user's function ``fn(rng, *params, size)``.
     observed_shape : tuple
         Shape of the observations; ``n_rows = observed_shape[0]`` individuals.
+    observed_dtype : numpy.dtype
+        Their dtype (that of the model's variable).
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class SimulatorModel:
         obs_var = model.rvs_to_values[sim_rv]
         self._observed_var = obs_var
         self.observed_shape = self._observed_shape(obs_var, sim_rv.name)
+        self.observed_dtype = np.dtype(obs_var.type.dtype)
         self.n_rows = int(self.observed_shape[0])
         # Constants the prior draws and simulations are computed from (public inputs) are
         # checked against the data by check_data, like the arrays the simulator can reach.
@@ -401,17 +404,38 @@ def simulate_one(fn: Callable, params: tuple, seed: np.random.SeedSequence, shap
     return sim
 
 
+def try_simulate(fn: Callable, params: tuple, seed: np.random.SeedSequence, shape: tuple):
+    """:func:`simulate_one`, or None if it fails (the simulator raised, or returned non-finite
+    values or another shape).
+
+    A simulation depends on the prior draw and its seed only, so whether it fails is public:
+    ABCDP rejects such a draw instead of stopping a chain whose budget is spent.
+    """
+    try:
+        return simulate_one(fn, params, seed, shape)
+    except Exception:
+        return None
+
+
 def simulate_summaries(fn, params_list, seeds, shape, distance) -> list:
     """Simulate each parameter set and reduce it to the distance's public summary.
 
-    A module-level function of picklable arguments, so it can run on any
+    None for a draw whose simulation or summary failed (see :func:`try_simulate`). A
+    module-level function of picklable arguments, so it can run on any
     ``concurrent.futures`` executor (process pool, dask.distributed). It never sees private
     data.
     """
-    return [
-        distance.summarize(simulate_one(fn, params, seed, shape))
-        for params, seed in zip(params_list, seeds)
-    ]
+    return [_summary_or_none(distance, try_simulate(fn, params, seed, shape))
+            for params, seed in zip(params_list, seeds)]
+
+
+def _summary_or_none(distance, sim):
+    if sim is None:
+        return None
+    try:
+        return distance.summarize(sim)
+    except Exception:
+        return None
 
 
 # ---------------------------------------------------------------------- the simulator's data
@@ -557,9 +581,37 @@ def _(items: dict):
 
 @_referents.register
 def _(cls: type):
-    if _is_library(cls):
-        return []
-    return [(f"class attribute {k!r}", v) for k, v in vars(cls).items() if not k.startswith("__")]
+    # Everything the class and its bases define (what ``self.x`` and methods resolve to):
+    # class attributes, methods, properties, static and class methods; library classes
+    # excepted.
+    return [
+        (f"class attribute {_key(k)}", v)
+        for klass in cls.__mro__
+        if not _is_library(klass)
+        for k, v in vars(klass).items()
+    ]
+
+
+@_referents.register
+def _(prop: property):
+    roles = (("getter", prop.fget), ("setter", prop.fset), ("deleter", prop.fdel))
+    return [(f"property {role}", f) for role, f in roles if f is not None]
+
+
+@_referents.register(staticmethod)
+@_referents.register(classmethod)
+def _(method):
+    return [("function", method.__func__)]
+
+
+def _own_class(obj) -> list[tuple[str, object]]:
+    """The class of ``obj`` (its metaclass, for a class) unless a library defines it.
+
+    An object reads its class's attributes as its own (``self.data``), whatever handler
+    :func:`_referents` dispatches the object to.
+    """
+    cls = type(obj)
+    return [] if _is_library(cls) else [(f"class {cls.__qualname__}", cls)]
 
 
 @_referents.register
@@ -731,12 +783,14 @@ def find_held_observations(
     """How ``fn`` can reach an array that holds ``observed``, or None if it cannot.
 
     Walks what ``fn`` refers to (closure cells, defaults, the globals its code names,
-    recursively through nested code; bound objects, partial arguments, object state, items of
-    containers; ``MAX_DEPTH`` references deep, module globals of numpy, scipy, PyMC, PyTensor and
-    the standard library excepted) and tests each array met (numpy arrays, numeric lists, PyTensor
-    constants and shared variables, pandas/xarray/polars columns) and those of ``extra``: an array
-    holds the observations if it, or the array it is a view of, may share memory with them or
-    with ``model_arrays`` (the model's own copy), equals them, or has one of their columns.
+    recursively through nested code; bound objects, partial arguments, object state, the
+    object's class and its bases (class attributes, methods, properties, static and class
+    methods), items of containers; ``MAX_DEPTH`` references deep, module globals and classes of
+    numpy, scipy, PyMC, PyTensor and the standard library excepted) and tests each array met
+    (numpy arrays, numeric lists, PyTensor constants and shared variables, pandas/xarray/polars
+    columns) and those of ``extra``: an array holds the observations if it, or the array it is
+    a view of, may share memory with them or with ``model_arrays`` (the model's own copy),
+    equals them, or has one of their columns.
 
     Returns a short description of the path (names from the code, never values).
 
@@ -760,7 +814,7 @@ def find_held_observations(
         if depth >= MAX_DEPTH:
             continue
         try:
-            referents = _referents(obj)
+            referents = _referents(obj) + _own_class(obj)
         except Exception:
             raise UnsupportedModelError(
                 f"ABCDP could not inspect a {type(obj).__name__} the simulator refers to (through "

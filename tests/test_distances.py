@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 
 from pymc_dp.distances import (
     MMD,
+    BoundDistance,
     ClippedDistance,
+    Distance,
     RandomFeatureMMD,
     median_heuristic,
     mmd_gaussian,
@@ -255,3 +258,97 @@ def test_clipped_distance():
 def test_clipped_distance_needs_clip_and_sensitivity(kwargs):
     with pytest.raises((ValueError, TypeError)):
         ClippedDistance(_mean_gap, **kwargs)
+
+
+# ---------------------------------------------------------------- failures on the private data
+def test_an_error_of_the_distance_function_counts_as_clip():
+    # Before: the error propagated, so whether fn fails on the data was visible.
+    def picky(observed, simulated):
+        if observed[0] > 0:
+            raise ArithmeticError(f"{observed[0]}")
+        return 0.25
+
+    dist = ClippedDistance(picky, clip=1.0, sensitivity=0.1)
+    assert _rho(dist, -np.ones(10), np.zeros(10)) == 0.25
+    assert _rho(dist, np.ones(10), np.zeros(10)) == 1.0
+    with pytest.raises(ArithmeticError):  # public stand-in data: the error as computed
+        dist.bind(np.ones(10)).evaluate(dist.summarize(np.zeros(10)))
+
+
+def test_floating_point_traps_and_warnings_stay_silent_on_private_data():
+    # Under np.seterr(all="raise") the kernel's underflow raised, for far-apart data only.
+    x, y = np.zeros(20), np.full(20, 1e3)
+    expected = _rho(MMD(bandwidth=1.0), x, y)
+
+    def warns(observed, simulated):
+        warnings.warn("about the data", RuntimeWarning)
+        return 0.5
+
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _rho(MMD(bandwidth=1.0), x, y) == expected
+        assert _rho(ClippedDistance(warns, clip=1.0, sensitivity=0.1), x, y) == 0.5
+
+
+class _Picky(Distance):
+    max_value = 3.0
+
+    def sensitivity(self, n_rows):
+        return 0.5
+
+    def _bind(self, observed):
+        if observed[0, 0] > 0:
+            raise ArithmeticError("person 0")
+        n, d = observed.shape
+        return BoundDistance(lambda s: 0.25, 0.5, n, d, max_value=3.0)
+
+
+def test_bind_quietly_makes_every_distance_the_largest_when_bind_fails():
+    dist = _Picky()
+    summaries = [dist.summarize(np.zeros(10))] * 3
+    np.testing.assert_array_equal(dist.bind_quietly(-np.ones(10))(summaries), 0.25)
+    bound = dist.bind_quietly(np.ones(10))
+    np.testing.assert_array_equal(bound(summaries), 3.0)
+    assert (bound.sensitivity, bound.n_rows, bound.row_dim) == (0.5, 10, 1)
+    with pytest.raises(ArithmeticError):
+        dist.bind(np.ones(10))
+
+
+def test_clipped_distance_is_fixed_and_pickles():
+    dist = ClippedDistance(_mean_gap, clip=1.0, sensitivity=0.2)
+    with pytest.raises(AttributeError):
+        dist.clip = 5.0
+    clone = pickle.loads(pickle.dumps(dist))
+    assert (clone.clip, clone.sensitivity(10), clone.max_value) == (1.0, 0.2, 1.0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ClippedDistance(_mean_gap, clip="SECRET-123456789", sensitivity=1.0),
+        lambda: ClippedDistance(_mean_gap, clip=1.0, sensitivity=[123456789]),
+        lambda: MMD(bandwidth="SECRET"),
+        lambda: RandomFeatureMMD(bandwidth=1.0, n_features="SECRET"),
+        lambda: RandomFeatureMMD(bandwidth=1.0, precision="SECRET"),
+        lambda: MMD(bandwidth=1.0).sensitivity("SECRET"),
+    ],
+)
+def test_messages_show_numbers_or_types_only(make):
+    with pytest.raises((ValueError, TypeError)) as err:
+        make()
+    assert "SECRET" not in str(err.value) and "123456789" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [MMD(bandwidth=1.0), RandomFeatureMMD(bandwidth=1.0, n_features=8),
+     ClippedDistance(_mean_gap, clip=1.0, sensitivity=0.1)],
+    ids=["exact", "random_features", "clipped"],
+)
+def test_a_simulation_of_another_row_dimension_is_refused(dist):
+    # public, so it raises (it does not count as the largest distance)
+    rng = np.random.default_rng(6)
+    dist = dist.fit([rng.normal(size=(10, 2))], rng)
+    bound = dist.bind(rng.normal(size=(10, 2)))
+    with pytest.raises(ValueError, match="dimension"):  # random features: at summarize
+        bound([dist.summarize(rng.normal(size=(10, 3)))])

@@ -7,11 +7,10 @@ Park, Vinaroz & Jitkrittum, Algorithm 1 and Thm 4.1; ``ALGORITHMS.md``, "ABCDP".
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,12 +20,12 @@ from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 
 from pymc_dp.accounting.events import PureDPEvent
-from pymc_dp.accounting.validation import check_epsilon
+from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
 from pymc_dp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
 from pymc_dp.model import _withholding_details
-from pymc_dp.simulator import SimulatorModel, simulate_one, simulate_summaries
-from pymc_dp.steps.base import PrivateStep, _finite_positive
+from pymc_dp.simulator import SimulatorModel, simulate_summaries, try_simulate
+from pymc_dp.steps.base import PrivateStep
 
 __all__ = ["ABCDP", "accepted_samples"]
 
@@ -42,20 +41,26 @@ class ABCDPState(StepMethodState):
 class _Chain:
     """Private per-chain state of one sparse-vector run. Never stored or released."""
 
-    bound: BoundDistance
     c: int
-    scale: float
     noisy_threshold: float
     threshold_rng: np.random.Generator
     noise_rng: np.random.Generator
     sim_seeds: np.random.SeedSequence
-    # the current batch of public prior draws, their distances and query noise
-    q: np.ndarray
-    distances: np.ndarray
-    noise: np.ndarray
+    # bound to the observations by the chain's first step, after its reservation
+    bound: BoundDistance | None = None
+    # The current batch of ``batch_n`` public prior draws: those whose simulation succeeded
+    # (at positions ``kept`` of the batch), their distances and query noise. ``pos`` indexes
+    # them; ``batch_pos`` is the position in the whole batch up to which draws were used.
+    q: np.ndarray | None = None
+    kept: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    distances: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    noise: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pos: int = 0
+    batch_n: int = 0
+    batch_pos: int = 0
     drawn: int = 0  # prior draws made so far
-    tested: int = 0  # prior draws tested by the SVT so far
+    tested: int = 0  # prior draws used so far: tested by the SVT, or failed and rejected
+    simulated: int = 0  # of those, the ones tested by the SVT
     accepted: int = 0
     tested_at_last_accept: int = 0
     exhausted_warned: bool = False
@@ -115,20 +120,30 @@ class ABCDP(PrivateStep):
         Simulations per executor task (default: a batch split in 8).
     n_pilot : int
         Prior-predictive simulations used to fit public hyper-parameters of the distance (the
-        median-heuristic bandwidth, random frequencies), per chain.
+        median-heuristic bandwidth, random frequencies), per chain (one for a distance with
+        nothing to fit). One of them stands in for the observations to check the distance
+        before the chain's reservation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
     Notes
     -----
     The simulator must not read the observations: at construction ABCDP refuses a simulator
-    whose closure, defaults, module globals, bound object or partial arguments hold them, and
-    observations that are missing (NaN), infinite or beyond the distance's range
+    whose closure, defaults, module globals, bound object, its class or partial arguments hold
+    them, and observations that are missing (NaN), infinite or beyond the distance's range
     (``docs/abcdp.md``, "The simulator must not read the data", says exactly what is checked).
 
+    The observations are read by a chain's first step, after its budget is reserved. Nothing
+    that happens after that raises because of them: a prior draw whose simulation fails
+    (raises, or returns non-finite values) is rejected, and counted in a warning; the
+    distance is first checked on a simulated dataset standing in for the observations (a
+    failure there is refused, nothing spent), after which an error while computing it counts
+    as its largest value (``docs/abcdp.md``, "Failures").
+
     Released per draw (all functions of the sparse vector's output): the accepted θ,
-    ``accepted``, ``prior_draws`` (draws tested since the previous acceptance) and
-    ``prior_draws_chain``. Distances, noisy values and the threshold noise are never released.
+    ``accepted``, ``prior_draws`` (prior draws used since the previous acceptance, failed
+    simulations included) and ``prior_draws_chain``. Distances, noisy values and the
+    threshold noise are never released.
     No tuning: ``pm.sample(tune=None)`` uses 0, and any other value raises.
 
     Randomness comes only from the chain's generator, split into independent streams for the
@@ -159,6 +174,7 @@ class ABCDP(PrivateStep):
         "simulator",
         "_chain_eps",
         "_scale",
+        "_fitted_distance",  # the distance a chain binds and tests with
     )
     needs_continuous = False  # prior draws need no gradient or random walk
     pure_dp = True  # Thm 4.1: each chain is ε-DP, no δ
@@ -193,10 +209,11 @@ class ABCDP(PrivateStep):
         rng=None,
     ):
         # Public arguments first: bad input fails before the model or its data is touched.
+        # (messages show numbers, anything else by its type only)
         check_epsilon(eps, "eps")
-        self.threshold = _finite_positive("threshold", threshold)
+        self.threshold = check_positive(threshold, "threshold")
         if not isinstance(resample, bool | np.bool_):
-            raise TypeError(f"resample must be True or False, got {resample!r}")
+            raise TypeError(f"resample must be True or False, got a {type(resample).__name__}")
         self.resample = bool(resample)
         if distance is None:
             distance = RandomFeatureMMD(bandwidth="median", n_features=100)
@@ -204,15 +221,23 @@ class ABCDP(PrivateStep):
             raise TypeError(
                 f"distance must be a pymc_dp.distances.Distance with a known sensitivity (MMD, "
                 f"RandomFeatureMMD, or ClippedDistance(fn, clip=..., sensitivity=...) for any "
-                f"other function), got {distance!r}"
+                f"other function), got a {type(distance).__name__}"
             )
+        if distance.max_value is None:
+            raise ValueError(
+                "The distance must declare its largest value (max_value, a finite number > 0): "
+                "a failed evaluation counts as that value."
+            )
+        check_positive(distance.max_value, "distance.max_value")
         self.distance = distance
-        self.max_prior_draws = _positive_int("max_prior_draws", max_prior_draws)
-        self.batch_size = _positive_int("batch_size", batch_size)
-        self.chunk_size = None if chunk_size is None else _positive_int("chunk_size", chunk_size)
-        self.n_pilot = _positive_int("n_pilot", n_pilot)
+        self.max_prior_draws = check_int(max_prior_draws, "max_prior_draws")
+        self.batch_size = check_int(batch_size, "batch_size")
+        self.chunk_size = None if chunk_size is None else check_int(chunk_size, "chunk_size")
+        self.n_pilot = check_int(n_pilot, "n_pilot")
         if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise TypeError(f"executor must be a concurrent.futures.Executor, got {executor!r}")
+            raise TypeError(
+                f"executor must be a concurrent.futures.Executor, got a {type(executor).__name__}"
+            )
         self.executor = executor
 
         model = modelcontext(model)
@@ -240,6 +265,7 @@ class ABCDP(PrivateStep):
             raise RuntimeError("internal: the step's and the simulator's variable orders differ")
         self._abc: _Chain | None = None
         self._draws: int | None = None
+        self._fitted_distance: Distance | None = None
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self):
@@ -288,9 +314,9 @@ class ABCDP(PrivateStep):
         ε/chains; the distance noise has scale 2b. For planning, e.g. with
         :func:`pymc_dp.kernels.svt.flip_probability` on synthetic data.
         """
-        chains = self.planned_chains if chains is None else _positive_int("chains", chains)
+        chains = self.planned_chains if chains is None else check_int(chains, "chains")
         return laplace_scale(
-            self._chain_epsilon(chains), self.sensitivity, _positive_int("draws", draws),
+            self._chain_epsilon(chains), self.sensitivity, check_int(draws, "draws"),
             self.resample,
         )
 
@@ -317,40 +343,58 @@ class ABCDP(PrivateStep):
 
     # ------------------------------------------------------------------ the chain
     def _start_chain(self) -> None:
+        # Before the reservation (the chain's first step): public work only, no data read.
         root = np.random.SeedSequence(self.rng.integers(0, 2**32, size=8).tolist())
         fit_seed, prior_seed, sim_seed, noise_seed, threshold_seed = root.spawn(5)
-        sim = self.simulator
-
-        distance = self.distance
-        if distance.needs_fit:
-            # Public hyper-parameters from prior-predictive simulations only.
-            sim.seed_prior(fit_seed.spawn(1)[0])
-            _, params = sim.draw_prior(self.n_pilot)
-            pilot_seeds = fit_seed.spawn(self.n_pilot)
-            pilot = [
-                simulate_one(sim.simulator_fn, p, s, sim.observed_shape)
-                for p, s in zip(params, pilot_seeds)
-            ]
-            distance = distance.fit(pilot, np.random.default_rng(fit_seed.spawn(1)[0]))
-        self._fitted_distance = distance
-        sim.seed_prior(prior_seed)
-
-        # The only place the private observations are read.
-        bound = _withholding_details("the distance to the observations", distance.bind,
-                                     sim.observed())
+        with self._changing_settings():
+            self._fitted_distance = self._fit_distance(fit_seed)
+        self.simulator.seed_prior(prior_seed)
         threshold_rng = np.random.default_rng(threshold_seed)
         self._abc = _Chain(
-            bound=bound,
             c=self._draws,
-            scale=self._scale,
             noisy_threshold=draw_noisy_threshold(self.threshold, self._scale, threshold_rng),
             threshold_rng=threshold_rng,
             noise_rng=np.random.default_rng(noise_seed),
             sim_seeds=sim_seed,
-            q=np.empty((0, sim.dim)),
-            distances=np.empty(0),
-            noise=np.empty(0),
         )
+
+    def _fit_distance(self, fit_seed: np.random.SeedSequence) -> Distance:
+        """The distance with its public hyper-parameters, checked on a public stand-in.
+
+        Pilot prior-predictive simulations fit the hyper-parameters (the median-heuristic
+        bandwidth, random frequencies); one of them stands in for the observations: the
+        distance must bind to it and evaluate a summary without error. So a distance that
+        cannot work with data of this shape is refused here, before the reservation, and a
+        failure on the observations themselves can only come from their values, which is why
+        it counts as the largest distance instead of raising (``docs/abcdp.md``).
+        """
+        sim, distance = self.simulator, self.distance
+        sim.seed_prior(fit_seed.spawn(1)[0])
+        n = self.n_pilot if distance.needs_fit else 1
+        _, params = sim.draw_prior(n)
+        pilot = [try_simulate(sim.simulator_fn, p, s, sim.observed_shape)
+                 for p, s in zip(params, fit_seed.spawn(n))]
+        pilot = [p for p in pilot if p is not None]  # failed simulations are public: dropped
+        if not pilot:
+            raise ValueError(
+                f"None of the {n} pilot prior-predictive simulations succeeded (the simulator "
+                "raised, or returned non-finite values or another shape than the observations). "
+                "Check the simulator and the prior. No budget was reserved."
+            )
+        if distance.needs_fit:
+            distance = distance.fit(pilot, np.random.default_rng(fit_seed.spawn(1)[0]))
+        stand_in = pilot[0].astype(sim.observed_dtype, copy=False)
+        try:
+            distance.bind(stand_in).evaluate(distance.summarize(pilot[-1]))
+        except Exception as err:
+            # The function may hold anything (even the data): its message is not shown.
+            raise ValueError(
+                f"The distance failed ({type(err).__name__}) on a simulated dataset of the "
+                "observed shape and dtype standing in for the observations; the message is "
+                "withheld. Check the distance with distance.bind(simulated) on prior-predictive "
+                "simulations. No budget was reserved."
+            ) from None
+        return distance
 
     def _refill(self, chain: _Chain) -> bool:
         """Draw, simulate and summarise the next batch of public prior draws."""
@@ -372,13 +416,17 @@ class ABCDP(PrivateStep):
                 for i in range(0, n, size)
             ]
             summaries = [s for f in futures for s in f.result()]
-        chain.q = q
-        # private: never leaves the SVT (nor does an error message of the distance)
+        # One noise draw per prior draw, failed ones included: a run does not depend on batches.
+        noise = chain.noise_rng.laplace(0.0, 1.0, size=n)
+        # A failed simulation (None) is public: its draw is rejected without a test.
+        kept = np.flatnonzero([s is not None for s in summaries])
+        chain.q, chain.noise, chain.kept = q[kept], noise[kept], kept
+        # private: never leaves the SVT (a failure of the distance counts as its largest value)
         chain.distances = _withholding_details(
-            "the distance to the observations", chain.bound, summaries
+            "the distance to the observations", chain.bound, [summaries[i] for i in kept]
         )
-        chain.noise = chain.noise_rng.laplace(0.0, 1.0, size=n)
         chain.pos = 0
+        chain.batch_n, chain.batch_pos = n, 0
         chain.drawn += n
         return True
 
@@ -386,23 +434,36 @@ class ABCDP(PrivateStep):
         chain = self._abc
         if chain is None:  # pragma: no cover - the base calls _start_chain first
             raise RuntimeError("ABCDP chain state missing; sample with pm.sample or pymc_dp.sample")
+        if chain.bound is None:
+            # The chain's first step: the base reserved its budget, the data may be read. It
+            # never raises (see _fit_distance): a failure is every distance at its largest.
+            chain.bound = self._fitted_distance.bind_quietly(self.simulator.observed())
         while True:
-            if chain.pos >= chain.distances.size and not self._refill(chain):
-                return self._out_of_draws(chain)
+            if chain.pos >= chain.distances.size:
+                # the batch's last draws (failed simulations) are used too: rejected
+                chain.tested += chain.batch_n - chain.batch_pos
+                chain.batch_pos = chain.batch_n
+                if not self._refill(chain):
+                    return self._out_of_draws(chain)
+                continue
             scan = svt_scan(
                 chain.distances[chain.pos :],
                 threshold=self.threshold,
                 noisy_threshold=chain.noisy_threshold,
-                scale=chain.scale,
+                scale=self._scale,
                 max_accept=1,
                 resample=self.resample,
                 rng=chain.threshold_rng,
                 query_noise=chain.noise[chain.pos :],
             )
             chain.noisy_threshold = scan.noisy_threshold
-            chain.tested += scan.n_used
             start = chain.pos
             chain.pos += scan.n_used
+            chain.simulated += scan.n_used
+            # in the order drawn: every draw up to the last one tested, failed ones included
+            used = int(chain.kept[chain.pos - 1]) + 1
+            chain.tested += used - chain.batch_pos
+            chain.batch_pos = used
             if scan.accepted.size:
                 idx = start + int(scan.accepted[0])
                 chain.accepted += 1
@@ -412,7 +473,25 @@ class ABCDP(PrivateStep):
                     "prior_draws_chain": chain.tested,
                 }
                 chain.tested_at_last_accept = chain.tested
+                if chain.accepted == chain.c:
+                    self._warn_failed_simulations(chain)
                 return chain.q[idx].copy(), stats
+
+    def _warn_failed_simulations(self, chain: _Chain) -> None:
+        """At the chain's end: how many of its prior draws could not be simulated.
+
+        Public: which draws fail depends on the prior draws and their seeds only, and the
+        number of draws used is released (``prior_draws_chain``).
+        """
+        failed = chain.tested - chain.simulated
+        if failed:
+            warnings.warn(
+                f"{failed} of the {chain.tested} prior draws this ABCDP chain used could not be "
+                "simulated (the simulator raised, or returned non-finite values or another "
+                "shape) and were rejected. If that is many, check the simulator and the prior.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _out_of_draws(self, chain: _Chain) -> tuple[np.ndarray, dict[str, Any]]:
         if not chain.exhausted_warned:
@@ -427,6 +506,7 @@ class ABCDP(PrivateStep):
                 RuntimeWarning,
                 stacklevel=2,
             )
+            self._warn_failed_simulations(chain)
         stats = {
             "accepted": False,
             "prior_draws": chain.tested - chain.tested_at_last_accept,
@@ -450,8 +530,3 @@ def accepted_samples(idata):
     mask = np.asarray(accepted.stack(sample=("chain", "draw")).values, dtype=bool)
     return stacked.isel(sample=np.flatnonzero(mask))
 
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)

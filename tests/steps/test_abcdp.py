@@ -285,3 +285,50 @@ def test_pure_epsilon_reports_have_zero_delta_and_plain_traces_are_recomputed():
     assert report.epsilon == pytest.approx(2.0)
     lifetime = pymc_dp.privacy_report(step)
     assert lifetime.delta == 0.0 and lifetime.epsilon == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(max_prior_draws="SECRET-123456789"),
+        dict(batch_size=[123456789]),
+        dict(chunk_size="SECRET"),
+        dict(n_pilot=np.array([123456789])),
+        dict(resample="SECRET"),
+        dict(distance="SECRET"),
+        dict(executor="SECRET"),
+        dict(threshold="SECRET"),
+    ],
+    ids=lambda kw: next(iter(kw)),
+)
+def test_messages_show_numbers_or_types_only(monkeypatch, kwargs):
+    _forbid_reading_data(monkeypatch)
+    with toy_model(50):
+        with pytest.raises((ValueError, TypeError)) as err:
+            ABCDP(**{"eps": 1.0, "threshold": 0.1, **kwargs})
+    message = str(err.value)
+    assert "SECRET" not in message and "123456789" not in message
+    assert next(iter(kwargs)) in message
+
+
+# ---------------------------------------------------------------- fixed privacy settings
+def test_privacy_settings_are_fixed_once_the_step_is_built():
+    # Before: the fitted distance a chain binds, and a ClippedDistance's clip from which the
+    # sensitivity was computed, could be replaced after construction.
+    model = toy_model(100)
+    clipped = ClippedDistance(lambda o, s: 0.0, clip=1.0, sensitivity=5.0)
+    with model:
+        step = ABCDP(eps=1.0, threshold=0.3, chains=1, distance=clipped)
+    run(model, step, draws=1)
+    other = ClippedDistance(lambda o, s: 0.0, clip=100.0, sensitivity=5.0)
+    for name, value in [
+        ("sensitivity", 1e-9), ("distance", other), ("resample", True),
+        ("simulator", None), ("_chain_eps", 10.0), ("_scale", 1e-9),
+        ("_fitted_distance", other),
+    ]:
+        with pytest.raises(AttributeError, match="fixed once the step is built"):
+            setattr(step, name, value)
+    for name in ("clip", "fn", "declared_sensitivity", "summary"):
+        with pytest.raises(AttributeError, match="fixed once built"):
+            setattr(clipped, name, None)
+    assert step.sensitivity == 1.0 and step._fitted_distance is clipped

@@ -19,8 +19,9 @@ import pytest
 
 import pymc_dp
 
-from pymc_dp.distances import ClippedDistance, MMD, RandomFeatureMMD
+from pymc_dp.distances import BoundDistance, ClippedDistance, Distance, MMD, RandomFeatureMMD
 from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.simulator import SimulatorModel
 from pymc_dp.steps.abcdp import ABCDP
 
 N = 40
@@ -102,6 +103,61 @@ class _Holder:
         return rng.normal(mu, 1.0, size=size)
 
 
+class _ClassHolder:
+    data = Y  # read as self.data: the class, not the instance, holds it
+
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * self.data[0]
+
+
+class _BaseHolder:
+    table = Y.copy()
+
+
+class _DerivedSimulator(_BaseHolder):
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * self.table[0]
+
+
+def _property_reading(data):
+    class Simulator:
+        @property
+        def shift(self):
+            return 0 * data[0]
+
+        def __call__(self, rng, mu, size):
+            return rng.normal(mu, 1.0, size=size) + self.shift
+
+    return Simulator()
+
+
+class _StaticReader:
+    @staticmethod
+    def shift():
+        return 0 * Y_GLOBAL[0]
+
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + self.shift()
+
+
+class _ClassMethodReader:
+    @classmethod
+    def shift(cls):
+        return 0 * Y_GLOBAL[0]
+
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + self.shift()
+
+
+class _DataMeta(type):
+    data = Y.copy()
+
+
+class _MetaHolder(metaclass=_DataMeta):
+    def __call__(self, rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0 * type(self).data[0]
+
+
 _DATA_MODULE = types.ModuleType("abcdp_test_private_data")
 _DATA_MODULE.y = Y.copy()
 sys.modules[_DATA_MODULE.__name__] = _DATA_MODULE
@@ -133,6 +189,12 @@ HOLDING = {
     "partial argument": functools.partial(lambda data, rng, mu, size: rng.normal(mu, 1, size), Y),
     "bound method": _Holder(Y.copy()).simulate,
     "callable object": _Holder({"y": Y}),
+    "class attribute": _ClassHolder(),
+    "attribute of a base class": _DerivedSimulator(),
+    "property": _property_reading(Y),
+    "staticmethod": _StaticReader(),
+    "classmethod": _ClassMethodReader(),
+    "metaclass attribute": _MetaHolder(),
     "attribute of an imported module": _module_attribute_reader,
 }
 
@@ -273,16 +335,147 @@ def test_data_changed_after_construction_is_refused_before_the_reservation(bad, 
     assert step.guard.reservations() == []
 
 
-def test_a_failing_distance_does_not_show_its_message(tmp_path):
+def test_a_distance_that_fails_on_any_data_is_refused_before_the_reservation(tmp_path):
     def leaky(obs, sim):
         raise ValueError(f"first observation {obs[0]!r}")
 
     model = model_of(normal_sim)
     step = build(model, tmp_path / "ledger",
                  distance=ClippedDistance(leaky, clip=1.0, sensitivity=0.1))
-    with model, pytest.raises(RuntimeError, match="withheld") as err:
+    with model, pytest.raises(ValueError, match="standing in for the observations") as err:
         pymc_dp.sample(step=step, draws=1, chains=1, random_seed=1, progressbar=False)
-    assert repr(Y[0]) not in str(err.value)
+    assert "first observation" not in str(err.value)
+    assert step.guard.reservations() == []
+
+
+MARK = 7.25  # one person's value; the distances below fail on it
+
+
+def _marked():
+    y = Y.copy()
+    y[0] = MARK
+    return y
+
+
+def _run(model, step, seed=3):
+    with model:
+        return pymc_dp.sample(step=step, draws=3, chains=1, random_seed=seed, progressbar=False)
+
+
+def _same_release(a, b):
+    np.testing.assert_array_equal(a.posterior["mu"].values, b.posterior["mu"].values)
+    for stat in ("accepted", "prior_draws_chain"):
+        np.testing.assert_array_equal(a.sample_stats[stat].values, b.sample_stats[stat].values)
+
+
+def test_a_distance_that_fails_on_the_data_values_counts_as_its_largest_value(tmp_path):
+    # Before: the error was re-raised (by type): whether person 0 has the value, exactly,
+    # outside ε. Now the run is that of the same distance with the failure read as clip.
+    def raising(obs, sim):
+        if MARK in obs:
+            raise ArithmeticError("person 0")
+        return abs(float(obs.mean()) - float(sim.mean()))
+
+    def clipped(obs, sim):
+        return 1.0 if MARK in obs else abs(float(obs.mean()) - float(sim.mean()))
+
+    model = model_of(normal_sim, _marked())
+    runs = [
+        _run(model, build(model, tmp_path / name, distance=ClippedDistance(
+            fn, clip=1.0, sensitivity=0.1)))
+        for name, fn in (("raising", raising), ("clipped", clipped))
+    ]
+    _same_release(*runs)
+
+
+class _FailsToBind(Distance):
+    """Binds to any data but data holding MARK (a user distance with a data-dependent bug)."""
+
+    max_value = 1.0
+
+    def sensitivity(self, n_rows):
+        return 0.1
+
+    def _bind(self, observed):
+        if np.any(observed == MARK):
+            raise ArithmeticError("person 0")
+        n, d = observed.shape
+        return BoundDistance(lambda summary: 0.0, sensitivity=0.1, n_rows=n, row_dim=d,
+                             max_value=1.0)
+
+
+def test_a_bind_that_fails_on_the_data_values_makes_every_distance_the_largest(tmp_path):
+    model = model_of(normal_sim, _marked())
+    failing = _run(model, build(model, tmp_path / "a", distance=_FailsToBind()))
+    largest = ClippedDistance(lambda obs, sim: 1.0, clip=1.0, sensitivity=0.1)
+    _same_release(failing, _run(model, build(model, tmp_path / "b", distance=largest)))
+
+
+def test_the_observations_are_read_after_the_reservation_only(tmp_path, monkeypatch):
+    model = model_of(normal_sim)
+    step = build(model, tmp_path / "ledger")
+    reserved_when_read = []
+    observed = SimulatorModel.observed
+
+    def spy(self):
+        reserved_when_read.append(len(step.guard.reservations()))
+        return observed(self)
+
+    monkeypatch.setattr(SimulatorModel, "observed", spy)
+    step.setup_chain(np.random.default_rng(0), 0, 2)  # fits the distance, draws the threshold
+    assert reserved_when_read == []
+    _run(model, step)
+    assert reserved_when_read == [1]  # once per chain, after its reservation
+
+
+# ---------------------------------------------------------------- simulations that fail
+def _fragile_sim(rng, mu, size):
+    m = float(np.ravel(mu)[0])
+    if m < -1.5:
+        raise FloatingPointError("no")
+    x = rng.normal(m, 1.0, size=size)
+    return x * np.inf if m > 3.5 else x  # non-finite for rare draws
+
+
+def test_a_draw_whose_simulation_fails_is_rejected(tmp_path):
+    # Before: the chain stopped with an error after its reservation (ε spent, nothing out).
+    model = model_of(_fragile_sim)
+
+    def run(batch_size, ledger):
+        with model, pytest.warns(RuntimeWarning, match="could not be simulated") as record:
+            step = ABCDP(eps=1.0, threshold=0.3, chains=1, ledger_dir=ledger,
+                         batch_size=batch_size)
+            idata = pymc_dp.sample(step=step, draws=4, chains=1, random_seed=5,
+                                   progressbar=False)
+        return idata, [str(w.message) for w in record if "simulated" in str(w.message)]
+
+    idata, message = run(256, tmp_path / "a")
+    mu = idata.posterior["mu"].values.ravel()
+    assert bool(idata.sample_stats["accepted"].all())
+    assert np.all((mu >= -1.5) & (mu <= 3.5))
+    draws = idata.sample_stats["prior_draws"].values.ravel()
+    np.testing.assert_array_equal(np.cumsum(draws),
+                                  idata.sample_stats["prior_draws_chain"].values.ravel())
+    # failed draws are used in order like the others: nothing depends on the batches
+    other, other_message = run(7, tmp_path / "b")
+    _same_release(idata, other)
+    assert message == other_message and len(message) == 1
+
+
+def test_a_simulator_that_fails_after_validation_is_refused_before_the_reservation(tmp_path):
+    calls = []
+
+    def once(rng, mu, size):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("fails from the second call on")
+        return rng.normal(mu, 1.0, size=size)
+
+    model = model_of(once)
+    step = build(model, tmp_path / "ledger")  # the validation simulation succeeds
+    with model, pytest.raises(ValueError, match="pilot prior-predictive simulations"):
+        pymc_dp.sample(step=step, draws=1, chains=1, random_seed=1, progressbar=False)
+    assert step.guard.reservations() == []
 
 
 # ---------------------------------------------------------------- running out of prior draws
