@@ -54,7 +54,7 @@ from pymc.util import get_state_from_generator
 
 from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.guard import BudgetGuard
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int, check_positive
+from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
@@ -387,11 +387,3 @@ class PrivateStep(FixedSettings, ArrayStepShared):
 
 def _check_chains(chains) -> int:
     return check_int(chains, "chains")
-
-
-def _finite_positive(name: str, value) -> float:
-    """:func:`~pymc_dp.accounting.validation.check_positive` with the arguments swapped.
-
-    Kept for the steps that still import it (ABCDP); new code calls ``check_positive``.
-    """
-    return check_positive(value, name)
