@@ -67,7 +67,7 @@ PUBLIC_GROUP_ATTRS = (
 #: The root attribute in which a release records the variables of each group it released.
 RELEASED_ATTR = "dp_released"
 #: Root attributes a released result keeps: the privacy report and the release record.
-RELEASE_ATTRS = ("dp_epsilon", "dp_delta", "dp_report", RELEASED_ATTR)
+RELEASE_ATTRS = ("dp_epsilon", "dp_delta", "dp_report", "dp_tempered", RELEASED_ATTR)
 
 REPORT_VERSION = 2
 
@@ -125,6 +125,8 @@ class PrivacyReport:
             lines.append("  chain " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
         for row in self.details.get("ledger", []):
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+        if self.details.get("tempered"):
+            lines.insert(1, f"TEMPERED TARGET: {self.details['tempered']}")
         for key in ("guarantee", "not_covered"):  # e.g. pymc_dp.PosteriorSampling's caveats
             if self.details.get(key):
                 lines.append(f"{key.replace('_', ' ')}: {self.details[key]}")
@@ -281,6 +283,9 @@ def sample(
     idata.attrs["dp_epsilon"] = report.epsilon
     idata.attrs["dp_delta"] = report.delta
     idata.attrs["dp_report"] = report.to_json()
+    if "tempered" in report.details:
+        idata.attrs["dp_tempered"] = report.details["tempered"]
+    _warn_about_the_run(idata, report)
     return idata
 
 
@@ -337,12 +342,66 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyR
         "Gaussian releases, dp-accounting for subsampled ones, basic composition with "
         "pure-DP releases and across steps",
         "steps": [{"step": type(s).__name__, **s.public_settings()} for s in steps],
+        **_tempering_details(steps),
         "chains": [c for _, _, cs in per_step for c in cs],
         "ledger": [row for _, ledger, _ in per_step for row in ledger.summary()],
         "note": "ε counts every release of every chain, tuning included; chains reserve "
         "their whole cost before reading the data.",
     }
     return PrivacyReport(epsilon, delta, "pymc_dp.sample (reserved ledger of this run)", details)
+
+
+def _tempering_details(steps: list[PrivateStep]) -> dict[str, Any]:
+    """``{"tempered": text}`` when a step samples a tempered target, else nothing."""
+    return _tempering_text(min(s.public_settings().get("tempering", 1.0) for s in steps))
+
+
+def _tempering_text(temperature: float) -> dict[str, Any]:
+    if not temperature < 1.0:
+        return {}
+    return {
+        "tempered": (
+            f"the draws follow the tempered target p(θ) p(x | θ)^T with T = {temperature:.4g}, "
+            "not the posterior: its spread is about 1/√T times the posterior's"
+        )
+    }
+
+
+def _warn_about_the_run(idata, report: PrivacyReport) -> None:
+    """Warnings users act on, from released values only: tempering, chains that never moved.
+
+    The accept decisions are released (they are computed from noisy values), so counting
+    them costs nothing.
+    """
+    tempered = report.details.get("tempered")
+    if tempered:
+        warnings.warn(f"Tempered target: {tempered}.", TemperedTargetWarning, stacklevel=3)
+    stats = idata.get("sample_stats") if hasattr(idata, "get") else None
+    if stats is None or "accepted" not in stats:
+        return
+    accepted = np.asarray(stats["accepted"].values, dtype=float)
+    if accepted.ndim != 2 or accepted.shape[1] == 0:
+        return
+    stuck = [int(c) for c in np.flatnonzero(accepted.mean(axis=1) == 0.0)]
+    if stuck:
+        noise = {
+            k: v
+            for row in report.details.get("steps", [])
+            for k, v in row.items()
+            if "noise_multiplier" in k and isinstance(v, float)
+        }
+        shown = ", ".join(f"{k} = {v:.3g}" for k, v in noise.items())
+        warnings.warn(
+            f"Chain(s) {stuck} accepted no proposal in {accepted.shape[1]} draws: their draws "
+            "all repeat one point and say nothing about the posterior. The noise of each "
+            f"release{' (' + shown + ')' if shown else ''} is too large for the moves "
+            "proposed. Each iteration costs privacy, so fewer iterations (draws + tune) "
+            "get less noise each; a larger eps, a smaller proposal scale (scaling, S) or "
+            "step size, a clip bound nearer the per-datum changes, or a start nearer the "
+            "posterior also help (docs/private-mcmc.md, \"Choosing the settings\").",
+            StuckChainWarning,
+            stacklevel=3,
+        )
 
 
 def _check_trace_within_reserved(from_trace: dict | None, reserved: float) -> None:
@@ -392,6 +451,14 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
 # ---------------------------------------------------------------------- release
 class NotReleasableWarning(UserWarning):
     """:func:`privacy_report` read a result that holds more than a release keeps."""
+
+
+class TemperedTargetWarning(UserWarning):
+    """The draws follow a tempered target (minibatch steps with ``tempering < 1``)."""
+
+
+class StuckChainWarning(UserWarning):
+    """A private chain accepted no proposal: its draws repeat its starting point."""
 
 
 @functools.cache
@@ -927,5 +994,8 @@ def _report_from_subsampled_stats(stats, delta: float | None) -> PrivacyReport |
                 {"chain": i, "releases": events[0].count} for i, events in enumerate(chain_events)
             ],
             "ledger": ledger.summary(),
+            **_tempering_text(
+                float(np.min(stats["dp_tempering"].values)) if "dp_tempering" in stats else 1.0
+            ),
         },
     )

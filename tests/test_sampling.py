@@ -404,3 +404,66 @@ def test_steps_defined_outside_pymc_dp_are_refused(small_model, released):
         tree.attrs["dp_report"] = json.dumps(report)
         with pytest.raises(ValueError, match="does not say it was made by pymc_dp"):
             pymc_dp.release(tree)
+
+
+# ------------------------------------------------------------------ warnings users act on
+def _normal_mean_model(n=400, seed=0):
+    y = np.random.default_rng(seed).normal(1.0, 1.0, size=n)
+    model = pm.Model()
+    with model:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Normal("y", mu, 1, observed=y)
+    return model
+
+
+def test_a_tempered_target_is_labelled_where_users_look():
+    model = _normal_mean_model()
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(
+            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1
+        )
+        with pytest.warns(pymc_dp.sampling.TemperedTargetWarning, match="T = 0.25"):
+            idata = pymc_dp.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
+                                   progressbar=False)
+    assert "T = 0.25" in idata.attrs["dp_tempered"]
+    assert "TEMPERED TARGET" in str(pymc_dp.privacy_report(idata))
+    # a trace of plain pm.sample says it too, from its own stats
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(
+            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1
+        )
+        trace = pm.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
+                          progressbar=False, compute_convergence_checks=False)
+    with pytest.warns(NotReleasableWarning):
+        assert "TEMPERED TARGET" in str(pymc_dp.privacy_report(trace))
+
+
+def test_the_posterior_is_not_labelled_tempered():
+    model = _normal_mean_model()
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(eps=4.0, clip_bound=2.0, batch_size=100, chains=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pymc_dp.sampling.TemperedTargetWarning)
+            idata = pymc_dp.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
+                                   progressbar=False)
+    assert "dp_tempered" not in idata.attrs
+    assert "TEMPERED" not in str(pymc_dp.privacy_report(idata))
+
+
+def test_a_chain_that_never_moved_gets_a_warning_that_says_what_to_change():
+    # ε = 0.05 over 300 iterations with a step of sd 1: the ratio noise has sd in the
+    # hundreds, so every proposal is rejected.
+    model = _normal_mean_model()
+    with model:
+        step = pymc_dp.DPPenalty(eps=0.05, clip_bound=5.0, chains=2)
+        with pytest.warns(pymc_dp.sampling.StuckChainWarning, match=r"Chain\(s\) \[0, 1\]"):
+            idata = pymc_dp.sample(step=step, draws=200, tune=100, chains=2, random_seed=1,
+                                   progressbar=False, cores=1)
+    assert float(idata.sample_stats["accepted"].sum()) == 0.0
+    # a chain that moves gets no such warning
+    with model:
+        step = pymc_dp.DPPenalty(eps=20.0, clip_bound=5.0, chains=1, scaling=0.05)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pymc_dp.sampling.StuckChainWarning)
+            pymc_dp.sample(step=step, draws=100, tune=100, chains=1, random_seed=1,
+                           progressbar=False)

@@ -31,12 +31,14 @@ __all__ = ["SUBSAMPLED_PRIVACY_STATS", "SubsampledPrivateStep", "events_from_sta
 
 #: Per-draw privacy stats of the minibatch steps (all public). ``dp_releases_chain`` counts
 #: the chain's releases so far, tuning included, so the last draw of a chain says what the
-#: whole chain released even when tuning draws are discarded.
+#: whole chain released even when tuning draws are discarded. ``dp_tempering`` is the T of
+#: the target p(θ) p(x | θ)^T the draws follow (1: the posterior).
 SUBSAMPLED_PRIVACY_STATS = {
     "dp_releases_chain": (np.int64, []),
     "dp_batch_size": (np.int64, []),
     "dp_n_data": (np.int64, []),
     "dp_delta": (np.float64, []),
+    "dp_tempering": (np.float64, []),
 }
 
 
@@ -133,6 +135,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
             "dp_batch_size": self.batch_size,
             "dp_n_data": self.private_model.n_data,
             "dp_delta": self.delta,
+            "dp_tempering": self.tempering,
         }
 
 
