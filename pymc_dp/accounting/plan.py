@@ -1,0 +1,85 @@
+"""Plans: how a chain's share of the budget is spent, decided from public quantities only.
+
+:class:`WarmupPlan` splits the part of a chain's μ that a private warm-up spends
+(:mod:`pymc_dp.kernels.warmup`) over its iterations and releases. Everything here is a
+function of public quantities (the budget and its split), so a plan can be shown before any
+data is read. No step uses it yet: the warm-up is being built (issue 13).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_dp.accounting.events import GaussianEvent
+
+__all__ = ["WarmupPlan"]
+
+
+@dataclass(frozen=True)
+class WarmupPlan:
+    """The warm-up's releases for one chain, as a share of the chain's μ.
+
+    Parameters
+    ----------
+    share : float
+        Share of the chain's μ spent on warm-up, in (0, 1).
+    iterations : int
+        Fisher-scoring iterations; each releases one histogram of gradient norms, one
+        clipped gradient sum and one clipped outer-product sum.
+    quantile : float
+        The quantile of the per-datum gradient norms that sets the clip bound.
+    growth : float
+        Iteration t gets a share of the warm-up's μ proportional to ``growth**t``: early
+        iterations only need to get close, the last one sets the mode.
+    split : tuple of three floats
+        Shares of each iteration's μ for the histogram, the gradient and the outer product.
+    """
+
+    share: float = 0.5
+    iterations: int = 5
+    quantile: float = 0.99
+    growth: float = 2.0
+    split: tuple[float, float, float] = (0.1, 0.6, 0.3)
+
+    def __post_init__(self):
+        if not 0.0 < self.share < 1.0:
+            raise ValueError("the warm-up share must lie in (0, 1)")
+        if isinstance(self.iterations, bool) or not (
+            isinstance(self.iterations, int) and self.iterations >= 1
+        ):
+            raise ValueError("warm-up iterations must be an int >= 1")
+        if not 0.5 <= self.quantile < 1.0:
+            raise ValueError("the clip quantile must lie in [0.5, 1)")
+        if not (math.isfinite(self.growth) and self.growth >= 1.0):
+            raise ValueError("growth must be a finite number >= 1")
+        if len(self.split) != 3 or not all(s > 0 for s in self.split):
+            raise ValueError("split must be three positive shares")
+
+    def mu(self, chain_mu: float) -> float:
+        """The μ the warm-up of one chain spends."""
+        return self.share * chain_mu
+
+    def noise_multipliers(self, chain_mu: float) -> np.ndarray:
+        """Rows ``(z_histogram, z_gradient, z_outer)``, one per iteration, spending
+        :meth:`mu` in all (each release costs 1/(2z²))."""
+        weights = self.growth ** np.arange(self.iterations)
+        per_iteration = self.mu(chain_mu) * weights / weights.sum()
+        split = np.asarray(self.split) / sum(self.split)
+        return np.sqrt(1.0 / (2.0 * np.outer(per_iteration, split)))
+
+    def events(self, chain_mu: float) -> list[GaussianEvent]:
+        """The warm-up's releases of one chain as ledger events, one per release."""
+        names = (
+            ("warm-up norm histogram", "√2, or √(2d) for d coordinate histograms (replace-one)"),
+            ("warm-up clipped gradient", "2·clip (replace-one)"),
+            ("warm-up clipped outer product", "√2·clip² (upper triangle; replace-one)"),
+        )
+        return [
+            GaussianEvent(name=name, count=1, noise_multiplier=float(z), sensitivity=sens)
+            for row in self.noise_multipliers(chain_mu)
+            for (name, sens), z in zip(names, row)
+        ]

@@ -1,0 +1,411 @@
+"""Private warm-up: the releases a sampler makes to set itself up (ALGORITHMS.md "Choosing
+settings privately").
+
+Small functions of arrays and a generator; nothing here knows PyMC or the accountant. Each
+function that reads private per-datum values makes exactly the releases its docstring names,
+each a Gaussian mechanism with noise ``z · Δ`` (so each costs μ = 1/(2 z²) whatever Δ is, and
+composes exactly with the sampler's own releases). Everything else here is post-processing of
+released values.
+
+No step uses these yet: they are the building blocks of the private warm-up that will let the
+steps choose their clip bounds, start and proposal shape themselves (issue 13). Their releases
+are audited in ``tests/kernels/test_warmup.py``; ``benchmarks/warmup_laplace.py`` measures how
+close the private Laplace approximation comes to the exact mode and curvature.
+
+Building blocks:
+
+* :func:`noisy_quantile` — a high quantile of per-datum norms (a clip bound) from one noisy
+  histogram over a fixed, public, logarithmic grid. One release, scale-free over the grid's
+  range. (Andrew et al. 2021 reach a quantile by many small geometric updates from a starting
+  guess; one histogram needs no starting guess, which is what a user who cannot look at the
+  data lacks.)
+* :func:`noisy_moments` — the clipped per-datum gradients' sum and their sum of outer
+  products, each with Gaussian noise: the gradient and a Fisher (outer-product) curvature
+  estimate of the log-likelihood. Two releases.
+* :func:`newton_step` and :func:`curvature` — post-processing: a trust-region Fisher-scoring
+  step toward the posterior mode, and the positive-definite curvature that becomes the
+  sampler's proposal covariance or mass matrix (a private Laplace approximation).
+
+Sensitivities, under replace-one neighbours:
+
+* histogram counts: one row leaves one bin and enters another, Δ₂ = √2;
+* d histograms of the coordinates (:func:`noisy_scales`): Δ₂ = √(2d);
+* ``Σ_j clip_C(g_j)``: Δ₂ = 2C;
+* ``Σ_j c_j c_jᵀ`` with ``‖c_j‖ ≤ C``, released as its upper triangle: ``‖c cᵀ − c' c'ᵀ‖_F² =
+  ‖c‖⁴ + ‖c'‖⁴ − 2 (c·c')² ≤ 2C⁴`` and the upper triangle's ℓ2 norm is at most the Frobenius
+  norm, so Δ₂ = √2 C².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_GRID",
+    "LaplaceWarmup",
+    "Moments",
+    "curvature",
+    "whitened_grid",
+    "whitening",
+    "laplace_warmup",
+    "newton_step",
+    "quantile_from_histogram",
+    "noisy_histogram",
+    "noisy_moments",
+    "noisy_quantile",
+    "noisy_scales",
+    "row_norms",
+]
+
+#: Public grid of the quantile histogram: half-decades from 1e-6 to 1e6 (25 edges). A norm
+#: below the first edge counts in the first bin, above the last in the last one.
+DEFAULT_GRID = np.logspace(-6.0, 6.0, 25)
+
+HISTOGRAM_SENSITIVITY = float(np.sqrt(2.0))
+
+
+def noisy_histogram(
+    rng: np.random.Generator,
+    values: np.ndarray,
+    *,
+    noise_multiplier: float,
+    grid: np.ndarray = DEFAULT_GRID,
+) -> np.ndarray:
+    """One release: counts of ``values`` in the bins of ``grid``, plus ``N(0, (√2 z)²)`` each.
+
+    The bins are ``(−∞, g_0], (g_0, g_1], …, (g_{K−1}, ∞)``; non-finite values count in the
+    top bin. Under replace-one one row leaves one bin and enters another: Δ₂ = √2.
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    filled = np.where(np.isfinite(values), values, np.inf)
+    bins = np.searchsorted(np.asarray(grid, dtype=float), filled, side="left")
+    counts = np.bincount(bins, minlength=len(grid) + 1).astype(float)
+    return counts + noise_multiplier * HISTOGRAM_SENSITIVITY * rng.standard_normal(counts.size)
+
+
+def quantile_from_histogram(
+    noisy_counts: np.ndarray,
+    n: int,
+    *,
+    quantile: float,
+    grid: np.ndarray = DEFAULT_GRID,
+    count_noise_sd: float = 0.0,
+) -> float:
+    """The smallest edge ``g_k`` with at most ``(1 − quantile) · n`` noisy counts above it.
+
+    Post-processing of :func:`noisy_histogram`. Counting from the top keeps the noise of a
+    high quantile small: only the bins above it are summed. ``n`` (the number of rows) is
+    public. The count allowed above ``g_k`` is at least twice the noise sd of that sum
+    (``count_noise_sd`` per bin, public): a tail smaller than the noise cannot be located,
+    and asking for it would return an edge the noise picked. With little data or budget the
+    quantile found is therefore lower than asked (more clipping, less noise). The last edge
+    when even the top bins hold too many.
+    """
+    if not 0.0 < quantile < 1.0:
+        raise ValueError("quantile must lie in (0, 1)")
+    counts = np.asarray(noisy_counts, dtype=float)
+    above = np.cumsum(counts[::-1])[::-1][1:]  # noisy count > g_k
+    bins_above = np.arange(len(above), 0, -1)
+    allowed = np.maximum((1.0 - quantile) * n, 2.0 * count_noise_sd * np.sqrt(bins_above))
+    ok = np.flatnonzero(above <= allowed)
+    return float(grid[ok[0]] if ok.size else grid[-1])
+
+
+def noisy_quantile(
+    rng: np.random.Generator,
+    values: np.ndarray,
+    *,
+    quantile: float,
+    noise_multiplier: float,
+    grid: np.ndarray = DEFAULT_GRID,
+) -> float:
+    """A private ``quantile`` of non-negative per-datum values: one :func:`noisy_histogram`.
+
+    Returns a grid edge, one of ``len(grid)`` public values (:func:`quantile_from_histogram`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> norms = np.abs(rng.normal(size=100_000))  # 0.9-quantile ≈ 1.64
+    >>> float(noisy_quantile(rng, norms, quantile=0.9, noise_multiplier=10.0))
+    3.1622776601683795
+    """
+    if not 0.0 < quantile < 1.0:
+        raise ValueError("quantile must lie in (0, 1)")
+    noisy = noisy_histogram(rng, values, noise_multiplier=noise_multiplier, grid=grid)
+    return quantile_from_histogram(
+        noisy,
+        np.size(values),
+        quantile=quantile,
+        grid=grid,
+        count_noise_sd=noise_multiplier * HISTOGRAM_SENSITIVITY,
+    )
+
+
+def noisy_scales(
+    rng: np.random.Generator,
+    grads: np.ndarray,
+    *,
+    quantile: float,
+    noise_multiplier: float,
+    grid: np.ndarray = DEFAULT_GRID,
+) -> np.ndarray:
+    """Private per-coordinate scales: a ``quantile`` of ``|g_jk|`` for every coordinate k.
+
+    One release: the d histograms of :func:`noisy_histogram`, stacked. One row moves one
+    count out of and one into each of the d histograms, so the stacked counts have
+    Δ₂ = √(2d); each count gets ``N(0, (√(2d) z)²)``. This sets the first metric of the
+    warm-up, so that coordinates on very different scales (a covariate in metres next to one
+    in kilometres) are clipped alike.
+    """
+    grads = np.abs(np.asarray(grads, dtype=float))
+    n, d = grads.shape
+    z = noise_multiplier * np.sqrt(d)  # noisy_histogram adds √2 itself
+    return np.array(
+        [
+            quantile_from_histogram(
+                noisy_histogram(rng, grads[:, k], noise_multiplier=z, grid=grid),
+                n,
+                quantile=quantile,
+                grid=grid,
+                count_noise_sd=z * HISTOGRAM_SENSITIVITY,
+            )
+            for k in range(d)
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Released clipped gradient moments at one point (both noisy, public)."""
+
+    grad_sum: np.ndarray  # Σ_j clip_C(g_j) + N(0, (2Cz_g)² I)
+    outer_sum: np.ndarray  # Σ_j c_j c_jᵀ + symmetric noise, upper triangle N(0, (√2 C² z_F)²)
+    clip: float
+    n: int
+    outer_noise_sd: float  # per entry: public, sets how far the curvature can be trusted
+
+
+def _clip_rows(grads: np.ndarray, bound: float) -> np.ndarray:
+    """Rows scaled to ℓ2 norm ≤ bound; rows with a non-finite entry become zero."""
+    grads = np.asarray(grads, dtype=float)
+    finite = np.all(np.isfinite(grads), axis=1)
+    safe = np.where(finite[:, None], grads, 0.0)
+    with np.errstate(over="ignore"):
+        norms = np.sqrt(np.sum(safe**2, axis=1))
+    scale = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
+    scale = np.where(np.isfinite(norms), scale, 0.0)
+    return safe * scale[:, None]
+
+
+def row_norms(grads: np.ndarray) -> np.ndarray:
+    """ℓ2 norms of the rows (private; only ever enters :func:`noisy_quantile`)."""
+    grads = np.asarray(grads, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.sqrt(np.sum(grads**2, axis=1))
+
+
+def noisy_moments(
+    rng: np.random.Generator,
+    grads: np.ndarray,
+    *,
+    clip: float,
+    grad_noise_multiplier: float,
+    outer_noise_multiplier: float,
+) -> Moments:
+    """Two releases: the clipped gradient sum and the clipped outer-product sum.
+
+    ``grads`` holds the per-datum gradients ``g_j = ∇ℓ_j(θ)`` as rows (private). Each row is
+    clipped to norm ``clip``; the sum gets ``N(0, (2 C z_g)²)`` per coordinate (Δ₂ = 2C), the
+    upper triangle of ``Σ c_j c_jᵀ`` gets ``N(0, (√2 C² z_F)²)`` per entry (Δ₂ = √2 C²) and is
+    mirrored.
+    """
+    clipped = _clip_rows(grads, clip)
+    d = clipped.shape[1]
+    grad_sum = clipped.sum(axis=0) + grad_noise_multiplier * 2.0 * clip * rng.standard_normal(d)
+    outer = clipped.T @ clipped
+    iu = np.triu_indices(d)
+    noise = np.zeros((d, d))
+    noise[iu] = outer_noise_multiplier * np.sqrt(2.0) * clip**2 * rng.standard_normal(len(iu[0]))
+    noise = noise + np.triu(noise, 1).T
+    return Moments(
+        grad_sum=grad_sum,
+        outer_sum=outer + noise,
+        clip=float(clip),
+        n=len(clipped),
+        outer_noise_sd=float(outer_noise_multiplier * np.sqrt(2.0) * clip**2),
+    )
+
+
+def curvature(
+    moments: Moments, prior_precision: np.ndarray, *, floor: float = 1e-8, noise_floor: float = 1.0
+) -> np.ndarray:
+    """A positive-definite curvature of the log posterior from released moments.
+
+    The centred outer-product sum ``Σ c_j c_jᵀ − (Σ c_j)(Σ c_j)ᵀ / n`` estimates n times the
+    covariance of the per-datum gradients, which at the mode is the Fisher information of
+    the data (the negative Hessian of the log-likelihood for a well-specified model).
+    Centring removes the mean gradient's share away from the mode. The public prior
+    negative Hessian of the log prior is added, and the result is projected to positive
+    definite: eigenvalues below the noise's own level (the spectral norm of the added noise
+    matrix) or below ``floor`` times the largest are raised. Post-processing only.
+    """
+    g = moments.grad_sum
+    centred = moments.outer_sum - np.outer(g, g) / moments.n
+    h = 0.5 * (centred + centred.T) + np.asarray(prior_precision, dtype=float)
+    vals, vecs = np.linalg.eigh(h)
+    top = max(float(vals.max()), 0.0)
+    # A symmetric d×d noise matrix with entry sd s has spectral norm about 2s√d: below
+    # that level an eigenvalue is noise, and a Newton step along it would be unbounded.
+    noise_level = noise_floor * 2.0 * moments.outer_noise_sd * np.sqrt(len(vals))
+    lowest = max(floor * top, noise_level, 1e-12 * max(top, 1.0))
+    vals = np.maximum(vals, lowest)
+    return (vecs * vals) @ vecs.T
+
+
+def newton_step(
+    q: np.ndarray, grad: np.ndarray, hessian: np.ndarray, *, trust_radius: float
+) -> np.ndarray:
+    """``q + H⁻¹ ∇``, shortened to ``‖Δ‖_H ≤ trust_radius`` (post-processing).
+
+    ``grad`` is the released gradient of the log posterior (clipped likelihood part plus
+    noise, plus the public prior gradient) and ``hessian`` a positive-definite curvature.
+    Measured in the metric of ``H``, a step of length r moves the point by r approximate
+    posterior standard deviations, so the radius is scale-free.
+    """
+    step = np.linalg.solve(hessian, grad)
+    length = float(np.sqrt(max(step @ hessian @ step, 0.0)))
+    if length > trust_radius:
+        step = step * (trust_radius / length)
+    return q + step
+
+
+@dataclass(frozen=True)
+class LaplaceWarmup:
+    """What the warm-up learned, all from released values (public).
+
+    ``mean`` and ``hessian`` are a private Laplace approximation ``N(mean, hessian⁻¹)`` of the
+    posterior on the value space. ``clip`` is the last released quantile of the per-datum
+    gradient norms measured in the dual metric ``‖g‖_{H⁻¹}`` of the curvature then in use: a
+    bound on ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem).
+    """
+
+    mean: np.ndarray
+    hessian: np.ndarray
+    clip: float
+    iterations: int
+
+
+def _clamp_eigenvalues(h: np.ndarray, factor: float) -> np.ndarray:
+    """``h`` with its eigenvalues clamped to [1/factor, factor].
+
+    In whitened coordinates the previous metric is the identity, so this bounds how much
+    one noisy iteration can change the metric in any direction: a direction mis-estimated
+    once is corrected over the next iterations instead of skewing the clip of all others.
+    """
+    vals, vecs = np.linalg.eigh(h)
+    return (vecs * np.clip(vals, 1.0 / factor, factor)) @ vecs.T
+
+
+def whitened_grid(dim: int, n: int) -> np.ndarray:
+    """A fine public grid for gradient norms in whitened coordinates.
+
+    With the metric of the posterior curvature H ≈ n·I (I: one datum's Fisher information),
+    a datum's gradient has norm about ``√(d/n)`` in the dual norm (``E‖g‖²_{H⁻¹} = d/n``), so
+    the grid spans a factor 1000 either side of it in steps of ``10^(1/8)`` (≈ 1.33): the
+    quantile is found to a third, and only the few bins above it add noise.
+    """
+    centre = np.sqrt(dim / n)
+    return centre * np.logspace(-3.0, 3.0, 49)
+
+
+def whitening(hessian: np.ndarray) -> np.ndarray:
+    """``W`` with ``‖W g‖ = ‖g‖_{H⁻¹}`` and ``Wᵀ W = H⁻¹``: the inverse of H's Cholesky factor."""
+    return np.linalg.inv(np.linalg.cholesky(hessian))
+
+
+def laplace_warmup(
+    rng: np.random.Generator,
+    q0: np.ndarray,
+    grads_fn,
+    prior_grad_fn,
+    prior_hessian_fn,
+    *,
+    noise_multipliers: np.ndarray,
+    quantile: float,
+    clip_margin: float = 1.0,
+    noise_floor: float = 1.0,
+    shape_floor: float = 0.05,
+    max_change: float = 10.0,
+    trust_radius: float = 100.0,
+    grid: np.ndarray = DEFAULT_GRID,
+) -> LaplaceWarmup:
+    """Noisy Fisher scoring from ``q0``: three Gaussian releases per iteration.
+
+    ``noise_multipliers`` has one row ``(z_histogram, z_gradient, z_outer)`` per iteration
+    (:class:`pymc_dp.accounting.plan.WarmupPlan` spends more on the later ones, where the
+    point is close to the mode and precision pays). Each iteration, at the current point θ
+    and in the coordinates whitened by the previous curvature estimate (the identity at
+    first; the whitening matrix is public, so a clip in its norm bounds the sensitivity
+    just the same): one :func:`noisy_quantile` of the per-datum gradient norms (the clip
+    bound), one :func:`noisy_moments` (two releases), then a :func:`newton_step` on the
+    released gradient of the log posterior. Whitening makes the clip fit every direction
+    of the posterior at once, so the clip bound, the noise and the step are affine-invariant
+    after the first iteration. The first histogram uses ``grid`` (wide: the raw scale is
+    unknown), the others :func:`whitened_grid`.
+
+    ``grads_fn(q)`` returns the private per-datum gradients (rows); ``prior_grad_fn(q)`` and
+    ``prior_hessian_fn(q)`` the public prior's gradient and negative Hessian (which may be
+    indefinite: the curvature is projected to positive definite). Returns the last iterate
+    and the curvature there.
+    """
+    zs = np.asarray(noise_multipliers, dtype=float)
+    if zs.ndim != 2 or zs.shape[1] != 3 or len(zs) < 1:
+        raise ValueError("noise_multipliers must have one row of three per iteration")
+    q = np.asarray(q0, dtype=float).copy()
+    d = q.size
+    clip = shape = None
+    for t, (z_hist, z_grad, z_outer) in enumerate(zs):
+        grads = np.asarray(grads_fn(q), dtype=float)
+        if t == 0:
+            # No metric yet: scale each coordinate by its own quantile, then every scaled
+            # row has norm ≤ √d apart from the rows beyond a quantile.
+            # (a middle quantile: it only sets the scale, and its count dwarfs the noise)
+            scales = noisy_scales(
+                rng, grads, quantile=0.9, noise_multiplier=z_hist, grid=grid[::2]
+            )
+            # (√n: a curvature sums n data, so this metric is roughly the posterior's)
+            w = np.diag(1.0 / (scales * np.sqrt(len(grads))))
+            grads = grads @ w.T
+            clip = clip_margin * float(np.sqrt(d / len(grads)))
+        else:
+            grads = grads @ w.T  # rows W g_j
+            clip = clip_margin * noisy_quantile(
+                rng,
+                row_norms(grads),
+                quantile=quantile,
+                noise_multiplier=z_hist,
+                grid=whitened_grid(d, len(grads)),
+            )
+        moments = noisy_moments(
+            rng, grads, clip=clip, grad_noise_multiplier=z_grad, outer_noise_multiplier=z_outer
+        )
+        # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
+        prior_white = w @ np.asarray(prior_hessian_fn(q), dtype=float) @ w.T
+        grad_white = moments.grad_sum + w @ np.asarray(prior_grad_fn(q), dtype=float)
+        # Steps use curvature floored at the noise's level (no long steps along noise);
+        # the shape passed on (next metric, result) is floored lower, so a direction the
+        # noise hid comes out wider, not narrower: the next iteration then sees it better
+        # (a too-narrow direction would be clipped harder and hidden again).
+        h_step = curvature(moments, prior_white, noise_floor=noise_floor)
+        h_shape = curvature(moments, prior_white, noise_floor=shape_floor)
+        if t > 0:  # the first metric is a guess from scales alone: let it move freely
+            h_shape = _clamp_eigenvalues(h_shape, max_change)
+        q = q + w.T @ newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
+        w_inv = np.linalg.inv(w)
+        shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
+        shape = 0.5 * (shape + shape.T)
+        w = whitening(shape)
+    return LaplaceWarmup(mean=q, hessian=shape, clip=clip, iterations=len(zs))

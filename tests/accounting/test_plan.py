@@ -1,0 +1,34 @@
+"""The warm-up plan (pymc_dp.accounting.plan): what it spends, from public values only."""
+
+import numpy as np
+import pytest
+
+from pymc_dp.accounting import PrivacyLedger
+from pymc_dp.accounting.plan import WarmupPlan
+
+
+@pytest.mark.parametrize("plan", [WarmupPlan(), WarmupPlan(share=0.3, iterations=8, growth=1.0)])
+def test_the_warmup_spends_exactly_its_share_of_the_chain(plan):
+    chain_mu = 0.02
+    zs = plan.noise_multipliers(chain_mu)
+    assert zs.shape == (plan.iterations, 3)
+    assert np.isclose(np.sum(1.0 / (2.0 * zs**2)), plan.share * chain_mu)
+    events = plan.events(chain_mu)
+    assert np.isclose(sum(e.mu for e in events), plan.share * chain_mu)
+    # the ledger composes them like any other Gaussian releases
+    assert PrivacyLedger(events).epsilon(1e-5) > 0
+
+
+def test_later_iterations_get_more_of_the_budget():
+    zs = WarmupPlan(growth=2.0).noise_multipliers(0.02)
+    assert np.all(np.diff(zs[:, 1]) < 0)  # less noise on the gradient as the mode nears
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"share": 0.0}, {"share": 1.0}, {"iterations": 0}, {"iterations": True},
+     {"quantile": 1.0}, {"growth": 0.5}, {"split": (0.1, 0.9)}],
+)
+def test_bad_plans_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        WarmupPlan(**kwargs)
