@@ -112,7 +112,7 @@ def test_results_are_release_safe_and_report_their_cost(model, make_step):
     assert "resid" not in idata.posterior
     public = {
         "accept", "accepted", "scaling", "dp_releases_chain", "dp_batch_size", "dp_n_data",
-        "dp_delta", MECHANISM_STAT[make_step.kind],
+        "dp_delta", "dp_tempering", MECHANISM_STAT[make_step.kind],
     }
     assert set(idata.sample_stats.data_vars) == public
     report = pymc_dp.privacy_report(idata)
