@@ -262,6 +262,25 @@ def _one_number(a: np.ndarray) -> bool:
     return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
 
 
+def _has_rows(arrays, n: int) -> bool:
+    """Whether some array (or constant) has n entries along an axis and holds more than one
+    number: per-individual values."""
+    for a in arrays:
+        value = np.asarray(a.data if isinstance(a, Constant) else a)
+        if value.dtype != object and n in value.shape and not _one_number(value):
+            return True
+    return False
+
+
+_PRIOR_READS_DATA = (
+    "The prior of {!r} depends on data. The prior term is added without noise, so it must "
+    "not read observed values, pm.Data or shared variables (declare public constants with "
+    "pymc_dp.public_data(...)), nor NumPy arrays with one entry per individual (an "
+    "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
+    "values as observed variables (x_obs ~ Normal(x_true, ...), observed)."
+)
+
+
 def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     """Names of ``pm.Deterministic`` variables whose value depends on data.
 
@@ -685,23 +704,34 @@ class PrivateModel:
             )
 
     def _check_priors_and_potentials(self):
+        """Refuse priors, potentials and initial values that hold data.
+
+        They enter a release without noise: the prior and potential terms are added to
+        every acceptance ratio as they are, and the initial point is where the chain starts
+        (and what it returns while no proposal is accepted). Besides observed values and
+        containers that are not declared public, a NumPy array with n entries along some
+        axis is data here (an errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``,
+        ``initval=x_obs``), unless it holds one number (:func:`_one_number`).
+        """
         model = self.model
+        n = self.n_data
         observed_values = {model.rvs_to_values[rv] for rv in model.observed_RVs}
         # Containers declared public (pymc_dp.public_data) are constants here; observed
         # values never are.
         data_vars = [
             d for d in _data_variables(model) if d in observed_values or not _is_public(d)
         ]
+        free = set(model.free_RVs)
         for rv in model.free_RVs:
-            if _reads([model.logp(vars=[rv])], data_vars):
-                raise UnsupportedModelError(
-                    f"The prior of {rv.name!r} depends on data. The prior term is added without "
-                    "noise, so it must not read observed values, pm.Data or shared variables "
-                    "(declare public constants with pymc_dp.public_data(...))."
-                )
+            logp = model.logp(vars=[rv])
+            as_written = [c for c, _, _ in _constant_uses([rv], blockers=free - {rv})]
+            if _reads([logp], data_vars) or _has_rows(_array_constants([logp], True), n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+            if _has_rows(as_written, n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
-            if _reads(graph, data_vars) or _array_constants(graph):
+            if _reads(graph, data_vars) or _array_constants(graph, inner=True):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
                     "variable or an array constant. Potentials are added without noise, so "
@@ -709,11 +739,26 @@ class PrivateModel:
                     "(scalar constants are fine)."
                 )
         for rv, init in model.rvs_to_initial_values.items():
-            if isinstance(init, Variable) and _reads([init], data_vars):
-                raise UnsupportedModelError(
-                    f"The initial value of {rv.name!r} is computed from data; it would be "
-                    "released as the chain's first draws. Initial values must be public."
+            if isinstance(init, Variable):
+                holds_data = _reads([init], data_vars) or _has_rows(
+                    _array_constants([init], inner=True), n
                 )
+            else:
+                holds_data = isinstance(init, np.ndarray | list | tuple) and _has_rows([init], n)
+            if holds_data:
+                raise UnsupportedModelError(
+                    f"The initial value of {rv.name!r} is computed from data or is an array "
+                    "with one entry per individual; it would be released as the chain's "
+                    "first draws, without noise. Initial values must be public: use a "
+                    "constant (e.g. zeros) or leave it to PyMC."
+                )
+        if _has_rows(list(self._initial_point.values()), n):
+            raise UnsupportedModelError(
+                "The initial point holds an array with one entry per individual (other than "
+                "a constant array). It is where the chain starts, and would be released "
+                "without noise: initial points must be public (e.g. zeros, or PyMC's "
+                "default)."
+            )
 
     # ------------------------------------------------------------------ compilation
     def _compile(self, compile_kwargs: dict):

@@ -162,3 +162,56 @@ def test_the_constants_pymc_puts_into_ordinary_models_are_not_refused(build):
     with pm.Model() as m:
         build()
     PrivateModel(m)
+
+
+# ---------------------------------------------------------------------- finding 3
+X_OBS = RNG.normal(size=N)  # one covariate per person, measured with error
+
+
+def _errors_in_variables_prior():
+    x_true = pm.Normal("x_true", mu=X_OBS, sigma=0.1, shape=N)
+    pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+
+
+def _data_as_initial_value():
+    x_true = pm.Normal("x_true", 0, 10, shape=N, initval=X_OBS)
+    pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+
+
+def _data_in_a_potential_inner_graph():
+    b = pm.Normal("b")
+    u = pt.dscalar()
+    pm.Potential("p", OpFromGraph([u], [u * pt.as_tensor(X_OBS).sum()])(b))
+    pm.Normal("y", b, 1, observed=Y)
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (_errors_in_variables_prior, "prior of 'x_true'"),
+        (_data_as_initial_value, "initial value of 'x_true'"),
+        (_data_in_a_potential_inner_graph, "Potential 'p'"),
+    ],
+)
+def test_per_person_numpy_values_released_without_noise_are_refused(build, match):
+    with pm.Model() as m:
+        build()
+    with pytest.raises(UnsupportedModelError, match=match) as err:
+        PrivateModel(m)
+    assert "without noise" in str(err.value)
+
+
+def test_an_initial_point_holding_per_person_values_is_refused():
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 0, 10, shape=N)
+        pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="initial points must be public"):
+        PrivateModel(m, initial_point={"x_true": X_OBS, "b": np.array(0.0)})
+
+
+def test_ordinary_hyperparameters_and_initial_values_are_not_refused():
+    with pm.Model() as m:
+        beta = pm.Normal("beta", np.zeros(2), np.full(2, 10.0), initval=np.array([0.5, -0.5]))
+        effects = pm.Normal("effects", np.zeros(N), 1, initval=np.zeros(N))  # one per person
+        pm.Normal("y", pm.Data("X", X) @ beta + effects, 1, observed=Y)
+    PrivateModel(m)
