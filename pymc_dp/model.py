@@ -36,6 +36,7 @@ from pymc.distributions.shape_utils import change_dist_size  # batches of rows
 from pymc.logprob.abstract import _logprob
 from pymc.logprob.basic import logp as _rv_logp  # batches of rows
 from pymc.logprob.utils import replace_rvs_by_values  # batches of rows
+from pytensor.compile.rebuild import UnusedInputError
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
@@ -1159,6 +1160,8 @@ class PrivateModel:
             fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise
+        except UnusedInputError:
+            raise UnsupportedModelError(_ROWS_FOLDED) from None
         except Exception as err:
             raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
         fn.trust_input = True
@@ -1282,6 +1285,15 @@ _ROWS_MIX = (
     "constants instead."
 )
 
+_ROWS_FOLDED = (
+    "The log-likelihood of a batch of rows cannot select rows of a NumPy array with one row "
+    "per individual: the model computes with it in NumPy-only expressions (b * pt.log(x), "
+    "x ** 2) that PyMC folds into a new constant when it builds the log-likelihood, whose "
+    "rows a minibatch step cannot follow. Wrap the per-individual arrays in pm.Data "
+    "(pm.Data('x', x)), or compute the expression in NumPy before building the model and "
+    "pass its result."
+)
+
 _ROWS_UNSUPPORTED = (
     "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "
     "minibatch step reads a random subset of the rows of every observed variable and of every "
@@ -1322,12 +1334,16 @@ def _rebuild(outputs: list[Variable], replace: dict, passthrough=None) -> list[V
     for which ``passthrough(node)`` holds is replaced by its first input (a check taken out).
     """
     memo = dict(replace)
+    batches = set(replace.values())
     for node in io_toposort(list(graph_inputs(outputs)), outputs):
         new_inputs = [memo.get(i, i) for i in node.inputs]
         if passthrough is not None and passthrough(node):
             memo[node.outputs[0]] = new_inputs[0]
             continue
-        if all(a is b for a, b in zip(new_inputs, node.inputs)):
+        # (a symbolic distribution's make_node pins a batch to the length of the NumPy
+        # array it replaced, pm.Censored's per-row bounds: relaxed when met again)
+        pinned = isinstance(node.op, SpecifyShape) and new_inputs[0] in batches
+        if all(a is b for a, b in zip(new_inputs, node.inputs)) and not pinned:
             continue
         if isinstance(node.op, SpecifyShape) and new_inputs[0].ndim > 0:
             x, *shape = new_inputs

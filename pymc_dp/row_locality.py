@@ -46,6 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.ops import DeepCopyOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
@@ -348,9 +349,10 @@ def _shape(node, axes, n):
     return [None]  # shapes of per-datum tensors are public (n and the column counts)
 
 
-@rule(SpecifyShape, CheckAndRaise)
+@rule(SpecifyShape, CheckAndRaise, ViewOp, DeepCopyOp)
 def _first_input(node, axes, n):
-    # The value is the first input's; the others only decide whether to raise.
+    # The value is the first input's; the others only decide whether to raise. (ViewOp and
+    # DeepCopyOp are identities: PyMC's OrderedLogistic, compiled outputs.)
     return [axes.get(node.inputs[0])]
 
 
