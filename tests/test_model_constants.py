@@ -215,3 +215,14 @@ def test_ordinary_hyperparameters_and_initial_values_are_not_refused():
         effects = pm.Normal("effects", np.zeros(N), 1, initval=np.zeros(N))  # one per person
         pm.Normal("y", pm.Data("X", X) @ beta + effects, 1, observed=Y)
     PrivateModel(m)
+
+
+# ---------------------------------------------------------------------- finding 2
+def test_a_count_of_the_data_read_through_a_shape_is_refused():
+    # count = #{j: y_j == 777} enters every row's mean; the probe's moves never make a 777
+    with pm.Model() as m:
+        yd = pm.Data("yd", Y)
+        count = pt.cast(pt.eq(yd, 777.0).nonzero()[0].shape[0], "float64")
+        pm.Normal("y", pm.Normal("b") + 50.0 * count, 1, observed=yd)
+    with pytest.raises(UnsupportedModelError, match="Nonzero"):
+        PrivateModel(m)
