@@ -321,12 +321,17 @@ def _node_shape_reads(node) -> list[frozenset]:
             found |= _SHAPE_READS[stand_ins[v]]
         elif v in node.inputs:
             found.add(v)
-        elif v.owner is not None and isinstance(v.owner.op, Shape | Shape_i) and (
-            v.owner.inputs[0] in node.inputs
-        ):
-            found |= _SHAPE_READS[v.owner.inputs[0]]
+        elif v.owner is not None and isinstance(v.owner.op, Shape | Shape_i):
+            found |= shape_reads(v.owner.inputs[0])  # (its leaves are the node's inputs)
         elif v.owner is not None:
             stack.extend(v.owner.inputs)
+    # (a shape query of an expression may read a stand-in: that input's shape)
+    for d in [d for d in found if d in stand_ins]:
+        found.discard(d)
+        found |= _SHAPE_READS[stand_ins[d]]
+    known = set(node.inputs).union(*(_SHAPE_READS[i] for i in node.inputs))
+    if not found <= known:  # values computed inside the inference (a mask's count)
+        return outputs
     return [frozenset(found)] * len(node.outputs)
 
 
