@@ -91,6 +91,8 @@ import pytensor.tensor as pt
 
 from scipy import stats
 
+from pymc_dp.model import public_data
+
 __all__ = [
     "THESIS_MODELS",
     "BenchmarkModel",
@@ -366,7 +368,10 @@ def banana(
                 shape=(d,),
             )
             mean = pt.set_subtensor(theta[1], theta[1] + a * (theta[0] - m) ** 2 + b)
-        pm.Normal(OBSERVED, mu=mean, sigma=lik_sd, observed=data)
+        # the scales are known: a public constant, not people's values
+        sd_data = pm.Data("lik_sd", np.broadcast_to(lik_sd, (d,)).copy())
+        public_data(sd_data)
+        pm.Normal(OBSERVED, mu=mean, sigma=sd_data, observed=data)
 
     if name is None:
         kind = "gauss" if a == 0.0 else "banana"
@@ -459,7 +464,10 @@ def correlated_gaussian(
 
     with pm.Model() as model:
         theta = pm.Normal(THETA, mu=0.0, sigma=math.sqrt(float(sigma0_sq)), shape=(2,))
-        pm.MvNormal(OBSERVED, mu=theta, cov=lik_cov, observed=data)
+        # the likelihood's covariance is known: a public constant, not people's values
+        cov_data = pm.Data("lik_cov", lik_cov)
+        public_data(cov_data)
+        pm.MvNormal(OBSERVED, mu=theta, cov=cov_data, observed=data)
 
     return BenchmarkModel(
         name="correlated-gauss" if n0 is None else "tempered-correlated-gauss",

@@ -18,6 +18,8 @@ it, so a step can evaluate the same graph on a subset of rows.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,8 +33,10 @@ from pymc.pytensorf import join_nonshared_inputs
 from pymc.util import get_value_vars_from_user_vars
 from pymc.vartypes import continuous_types
 from pymc.distributions.shape_utils import change_dist_size  # batches of rows
+from pymc.logprob.abstract import _logprob
 from pymc.logprob.basic import logp as _rv_logp  # batches of rows
 from pymc.logprob.utils import replace_rvs_by_values  # batches of rows
+from pytensor.compile.rebuild import UnusedInputError
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
@@ -42,7 +46,17 @@ from pytensor.graph.traversal import ancestors
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
 from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.random.type import RandomType
-from pytensor.tensor.shape import SpecifyShape  # batches of rows
+from pytensor.scalar.basic import ScalarOp, Second
+from pytensor.tensor.basic import Alloc, AllocEmpty, Split
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+)
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.index_bounds import check_index_bounds
@@ -129,13 +143,143 @@ def _is_public(var: Variable) -> bool:
     return bool(getattr(var.tag, "dp_public", False))
 
 
-def _array_constants(graph_outputs: Sequence[Variable]) -> list[Variable]:
-    """Non-scalar constants in a graph: data written into the model as NumPy arrays."""
-    return [
-        a
-        for a in ancestors(list(graph_outputs))
-        if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
-    ]
+def _array_constants(graph_outputs: Sequence[Variable], inner: bool = False) -> list[Variable]:
+    """Non-scalar constants in a graph: data written into the model as NumPy arrays.
+
+    With ``inner``, also those inside the inner graphs of its Ops (``OpFromGraph``, the core
+    Op of a ``Blockwise``, symbolic distributions).
+    """
+    found = (
+        (c for c, _, _ in _constant_uses(graph_outputs))
+        if inner
+        else ancestors(list(graph_outputs))
+    )
+    return list(
+        dict.fromkeys(
+            a
+            for a in found
+            if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
+        )
+    )
+
+
+def _inner_graph_outputs(op) -> list[Variable]:
+    """Outputs of the inner graph of ``op`` (or of its core Op), if it has one."""
+    inner = getattr(op, "core_op", op)
+    if isinstance(inner, ScalarOp):
+        return []  # (a Composite's scalar graph holds scalars only)
+    fgraph = getattr(inner, "fgraph", None)
+    if fgraph is not None and hasattr(fgraph, "outputs"):
+        return list(fgraph.outputs)
+    return list(getattr(inner, "inner_outputs", []))
+
+
+def _constant_uses(outputs: Sequence[Variable], blockers=()):
+    """``(constant, node, position)`` for every tensor constant the graph computes with.
+
+    Enters inner graphs (:func:`_inner_graph_outputs`); a constant that is itself an output
+    comes with ``node=None``. Stops at ``blockers`` (free random variables: priors).
+    """
+    graphs, seen = [list(outputs)], set()
+    while graphs:
+        outs = graphs.pop()
+        for out in outs:
+            if isinstance(out, Constant):
+                yield out, None, None
+        # (graph_inputs leaves the blockers out: they are inputs of the walk all the same)
+        for node in io_toposort([*graph_inputs(outs, blockers=blockers), *blockers], outs):
+            inner = _inner_graph_outputs(node.op)
+            if inner and id(node.op) not in seen:
+                seen.add(id(node.op))
+                graphs.append(inner)
+            for k, i in enumerate(node.inputs):
+                if isinstance(i, Constant) and getattr(i, "ndim", 0) > 0:
+                    yield i, node, k
+
+
+def _structural_inputs(node) -> range:
+    """Input positions of ``node`` whose values are shapes, sizes or indices, or whose shape
+    alone is read: where PyMC and PyTensor put their own array constants."""
+    for cls in type(node.op).__mro__:
+        found = _STRUCTURAL_INPUTS.get(cls)
+        if found is not None:
+            return found(node)
+    return range(0)
+
+
+_STRUCTURAL_INPUTS = {
+    Reshape: lambda node: range(1, 2),
+    Split: lambda node: range(1, 3),
+    Alloc: lambda node: range(1, len(node.inputs)),
+    AllocEmpty: lambda node: range(len(node.inputs)),
+    SpecifyShape: lambda node: range(1, len(node.inputs)),
+    Subtensor: lambda node: range(1, len(node.inputs)),
+    AdvancedSubtensor: lambda node: range(1, len(node.inputs)),
+    IncSubtensor: lambda node: range(2, len(node.inputs)),
+    AdvancedIncSubtensor: lambda node: range(2, len(node.inputs)),
+    Shape: lambda node: range(1),
+    Shape_i: lambda node: range(1),
+    # fill(x, v) (zeros_like, ones_like) reads the shape of x
+    Elemwise: lambda node: range(1 if isinstance(node.op.scalar_op, Second) else 0),
+    # a random variable's generator and size (its parameters are values)
+    RandomVariable: lambda node: range(len(node.inputs) - len(node.op.dist_params(node))),
+}
+
+
+def _may_hold_people(const: Constant, node, position) -> bool:
+    """Whether a use of an array constant (not on the datum axis) may spread people's values.
+
+    Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
+    these kinds, and an entry of a constant shape vector), nor an array that holds no more
+    than a scalar does (:func:`_one_number`); any other use does: a table
+    indexed by per-row integers (one entry read by many rows), or values broadcast to every
+    row. Only a table can hold people's values in one entry, so other single values pass.
+    """
+    if node is None:
+        return np.size(const.data) > 1
+    if position in _structural_inputs(node):
+        return False
+    if (
+        isinstance(node.op, Subtensor)
+        and position == 0
+        and const.dtype.startswith(("int", "uint"))
+        and all(isinstance(i, Constant) for i in node.inputs[1:])
+    ):
+        return False  # an entry of a constant shape vector
+    if _one_number(np.asarray(const.data)):
+        return False  # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d))
+    table = isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor) and position < 2
+    return table or np.size(const.data) > 1
+
+
+def _one_number(a: np.ndarray) -> bool:
+    """Whether ``a`` is determined by its shape and one number: all entries equal, or c·I."""
+    if a.size == 0 or np.all(a == a.flat[0]):
+        return True
+    a = a.reshape([s for s in a.shape if s != 1])  # (broadcast axes)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        return False
+    diagonal = np.diagonal(a)
+    return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
+
+
+def _has_rows(arrays, n: int) -> bool:
+    """Whether some array (or constant) has n entries along an axis and holds more than one
+    number: per-individual values."""
+    for a in arrays:
+        value = np.asarray(a.data if isinstance(a, Constant) else a)
+        if value.dtype != object and n in value.shape and not _one_number(value):
+            return True
+    return False
+
+
+_PRIOR_READS_DATA = (
+    "The prior of {!r} depends on data. The prior term is added without noise, so it must "
+    "not read observed values, pm.Data or shared variables (declare public constants with "
+    "pymc_dp.public_data(...)), nor NumPy arrays with one entry per individual (an "
+    "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
+    "values as observed variables (x_obs ~ Normal(x_true, ...), observed)."
+)
 
 
 def data_dependent_deterministics(model: Model | None = None) -> list[str]:
@@ -418,25 +562,13 @@ class PrivateModel:
         self._likelihood_terms = likelihood
         # A NumPy array with n rows written into the likelihood holds per-individual values
         # (covariates): it is data like pm.Data, whose rows the row-locality proof follows.
-        sideways = 0
         for k, const in enumerate(_array_constants(likelihood)):
-            shape = np.shape(const.data)
-            if const not in datum_vars and shape[0] == n:
+            if const not in datum_vars and np.shape(const.data)[0] == n:
                 value = np.asarray(const.data)
                 label = f"a NumPy array with one row per individual ({k})"
                 inputs.append(_DatumInput(const, value, label))
                 datum_vars.add(const)
-            elif const not in datum_vars and n in shape[1:]:
-                sideways += 1
-        if sideways:
-            # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]
-            # say, has a shape that depends on the values.)
-            raise UnsupportedModelError(
-                "The likelihood reads NumPy arrays with one entry per individual on an axis "
-                "other than the first. If they hold people's values (transposed covariates), "
-                "put one row per person on the leading axis; if they are public constants, "
-                "wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
-            )
+        self._check_array_constants(likelihood, n)
         for term, rv in zip(likelihood, model.observed_RVs):
             if term.ndim == 0:
                 raise UnsupportedModelError(
@@ -517,24 +649,90 @@ class PrivateModel:
                     "with pymc_dp.public_data(...) if it is a public table)."
                 )
 
-    def _check_priors_and_potentials(self):
+    def _check_array_constants(self, likelihood, n: int) -> None:
+        """Refuse NumPy arrays off the datum axis that the likelihood may spread across rows.
+
+        Like ``pm.Data`` that is not declared public, an array whose leading length is not
+        n may hold people's records: a per-person table read through a per-row index
+        (``x[g]``, m people in n rows) lets one person move many rows. Looked for in the
+        likelihood as compiled, in the observed variables' own graphs (before PyMC folds
+        NumPy-only expressions such as ``x[g]`` into a new constant of n rows), in their
+        log-densities as written (``pm.CustomDist(logp=...)``), and inside inner graphs.
+        Shapes, sizes and index arrays pass (:func:`_may_hold_people`). Reads shapes,
+        types and structure only.
+        """
         model = self.model
+        free = set(model.free_RVs)
+        graphs = [list(likelihood)]
+        for rv in model.observed_RVs:
+            graphs.append([rv])
+            try:  # the log-density as the distribution writes it, before any rewrite
+                with warnings.catch_warnings():  # (about clones of the free variables)
+                    warnings.simplefilter("ignore")
+                    raw = _logprob(rv.owner.op, [model.rvs_to_values[rv]], *rv.owner.inputs)
+            except NotImplementedError:
+                continue  # derived from an inner graph, which is entered
+            graphs.append([raw] if isinstance(raw, Variable) else list(raw))
+        sideways = spread = False
+        for graph in graphs:
+            for const, node, position in _constant_uses(graph, blockers=free):
+                shape = np.shape(const.data)
+                if shape[0] == n:
+                    continue  # per-datum (an input of the compiled graph, or proven inside)
+                if n in shape[1:]:
+                    sideways = True
+                elif _may_hold_people(const, node, position):
+                    spread = True
+        if sideways:
+            # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]
+            # say, has a shape that depends on the values.)
+            raise UnsupportedModelError(
+                "The likelihood reads NumPy arrays with one entry per individual on an axis "
+                "other than the first. If they hold people's values (transposed covariates), "
+                "put one row per person on the leading axis; if they are public constants, "
+                "wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
+            )
+        if spread:
+            raise UnsupportedModelError(
+                "The likelihood reads a NumPy array that is not on the datum axis (its leading "
+                "length is not the number of rows): a table indexed by per-row integers "
+                "(x[g]), or values shared by every row. If it holds people's values (a "
+                "per-person table of covariates), one person would move many rows and the "
+                "privacy guarantee would not hold: give each row its own values (one row per "
+                "person on the leading axis). If it is a public constant (a design of the "
+                "analysis, a known covariance matrix), wrap it in pm.Data and "
+                "declare it with pymc_dp.public_data(...)."
+            )
+
+    def _check_priors_and_potentials(self):
+        """Refuse priors, potentials and initial values that hold data.
+
+        They enter a release without noise: the prior and potential terms are added to
+        every acceptance ratio as they are, and the initial point is where the chain starts
+        (and what it returns while no proposal is accepted). Besides observed values and
+        containers that are not declared public, a NumPy array with n entries along some
+        axis is data here (an errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``,
+        ``initval=x_obs``), unless it holds one number (:func:`_one_number`).
+        """
+        model = self.model
+        n = self.n_data
         observed_values = {model.rvs_to_values[rv] for rv in model.observed_RVs}
         # Containers declared public (pymc_dp.public_data) are constants here; observed
         # values never are.
         data_vars = [
             d for d in _data_variables(model) if d in observed_values or not _is_public(d)
         ]
+        free = set(model.free_RVs)
         for rv in model.free_RVs:
-            if _reads([model.logp(vars=[rv])], data_vars):
-                raise UnsupportedModelError(
-                    f"The prior of {rv.name!r} depends on data. The prior term is added without "
-                    "noise, so it must not read observed values, pm.Data or shared variables "
-                    "(declare public constants with pymc_dp.public_data(...))."
-                )
+            logp = model.logp(vars=[rv])
+            as_written = [c for c, _, _ in _constant_uses([rv], blockers=free - {rv})]
+            if _reads([logp], data_vars) or _has_rows(_array_constants([logp], True), n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+            if _has_rows(as_written, n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
-            if _reads(graph, data_vars) or _array_constants(graph):
+            if _reads(graph, data_vars) or _array_constants(graph, inner=True):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
                     "variable or an array constant. Potentials are added without noise, so "
@@ -542,11 +740,26 @@ class PrivateModel:
                     "(scalar constants are fine)."
                 )
         for rv, init in model.rvs_to_initial_values.items():
-            if isinstance(init, Variable) and _reads([init], data_vars):
-                raise UnsupportedModelError(
-                    f"The initial value of {rv.name!r} is computed from data; it would be "
-                    "released as the chain's first draws. Initial values must be public."
+            if isinstance(init, Variable):
+                holds_data = _reads([init], data_vars) or _has_rows(
+                    _array_constants([init], inner=True), n
                 )
+            else:
+                holds_data = isinstance(init, np.ndarray | list | tuple) and _has_rows([init], n)
+            if holds_data:
+                raise UnsupportedModelError(
+                    f"The initial value of {rv.name!r} is computed from data or is an array "
+                    "with one entry per individual; it would be released as the chain's "
+                    "first draws, without noise. Initial values must be public: use a "
+                    "constant (e.g. zeros) or leave it to PyMC."
+                )
+        if _has_rows(list(self._initial_point.values()), n):
+            raise UnsupportedModelError(
+                "The initial point holds an array with one entry per individual (other than "
+                "a constant array). It is where the chain starts, and would be released "
+                "without noise: initial points must be public (e.g. zeros, or PyMC's "
+                "default)."
+            )
 
     # ------------------------------------------------------------------ compilation
     def _compile(self, compile_kwargs: dict):
@@ -947,6 +1160,8 @@ class PrivateModel:
             fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise
+        except UnusedInputError:
+            raise UnsupportedModelError(_ROWS_FOLDED) from None
         except Exception as err:
             raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
         fn.trust_input = True
@@ -1070,6 +1285,15 @@ _ROWS_MIX = (
     "constants instead."
 )
 
+_ROWS_FOLDED = (
+    "The log-likelihood of a batch of rows cannot select rows of a NumPy array with one row "
+    "per individual: the model computes with it in NumPy-only expressions (b * pt.log(x), "
+    "x ** 2) that PyMC folds into a new constant when it builds the log-likelihood, whose "
+    "rows a minibatch step cannot follow. Wrap the per-individual arrays in pm.Data "
+    "(pm.Data('x', x)), or compute the expression in NumPy before building the model and "
+    "pass its result."
+)
+
 _ROWS_UNSUPPORTED = (
     "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "
     "minibatch step reads a random subset of the rows of every observed variable and of every "
@@ -1110,12 +1334,16 @@ def _rebuild(outputs: list[Variable], replace: dict, passthrough=None) -> list[V
     for which ``passthrough(node)`` holds is replaced by its first input (a check taken out).
     """
     memo = dict(replace)
+    batches = set(replace.values())
     for node in io_toposort(list(graph_inputs(outputs)), outputs):
         new_inputs = [memo.get(i, i) for i in node.inputs]
         if passthrough is not None and passthrough(node):
             memo[node.outputs[0]] = new_inputs[0]
             continue
-        if all(a is b for a, b in zip(new_inputs, node.inputs)):
+        # (a symbolic distribution's make_node pins a batch to the length of the NumPy
+        # array it replaced, pm.Censored's per-row bounds: relaxed when met again)
+        pinned = isinstance(node.op, SpecifyShape) and new_inputs[0] in batches
+        if all(a is b for a, b in zip(new_inputs, node.inputs)) and not pinned:
             continue
         if isinstance(node.op, SpecifyShape) and new_inputs[0].ndim > 0:
             x, *shape = new_inputs

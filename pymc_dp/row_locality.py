@@ -41,11 +41,15 @@ with a :class:`NotRowLocal` that names the Op type (never a value).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+import weakref
+
 from functools import lru_cache
 
 import numpy as np
+import pytensor.tensor as pt
 
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.ops import DeepCopyOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
@@ -230,15 +234,16 @@ def _value_inputs(node, needed=None) -> list[Variable]:
     that is used without reading every input. A check's condition (``CheckAndRaise``:
     PyMC's parameter checks, asserts) and a shape assertion's shape decide only whether
     evaluation stops with an error; ``fill(x, v)`` (``Second``, PyTensor's
-    ``zeros_like``/``ones_like``) and shape queries read only the shape of ``x``.
+    ``zeros_like``/``ones_like``) and shape queries read only the shape of ``x``, that is
+    the values :func:`shape_reads` finds it computed from (none, for most tensors).
     """
     op = node.op
     if isinstance(op, CheckAndRaise | SpecifyShape):
         return node.inputs[:1]
     if isinstance(op, Elemwise) and isinstance(op.scalar_op, Second):
-        return node.inputs[1:]
+        return [*node.inputs[1:], *shape_reads(node.inputs[0])]
     if isinstance(op, Shape | Shape_i):
-        return []
+        return list(shape_reads(node.inputs[0]))
     inner = op.core_op if isinstance(op, Blockwise) else op
     if isinstance(inner, OpFromGraph):
         outs = [
@@ -249,6 +254,85 @@ def _value_inputs(node, needed=None) -> list[Variable]:
         reads = value_ancestors(outs)
         return [i for i, inner_in in zip(node.inputs, inner.inner_inputs) if inner_in in reads]
     return list(node.inputs)
+
+
+def shape_reads(x: Variable) -> frozenset[Variable]:
+    """The variables whose values the shape of ``x`` is computed from.
+
+    None for a graph input (observed values, data, constants: their shapes are public) and
+    for outputs of Ops whose shape PyTensor infers from their inputs' shapes alone
+    (elementwise operations, products, reductions, ...). An Op whose ``infer_shape`` reads
+    input values (a reshape's shape vector, ``alloc``'s dimensions, slice bounds,
+    ``arange``'s arguments) adds those inputs. An Op without ``infer_shape`` (``nonzero``,
+    ``unique``, a boolean mask's count) has a shape that depends on its output's values:
+    the output itself is read, so the proof meets the Op (and its inputs) like any value.
+    """
+    stack = [x]
+    while stack:
+        v = stack[-1]
+        if v in _SHAPE_READS:
+            stack.pop()
+        elif v.owner is None:
+            _SHAPE_READS[v] = frozenset()
+            stack.pop()
+        else:
+            missing = [i for i in v.owner.inputs if i not in _SHAPE_READS]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            for out, reads in zip(v.owner.outputs, _node_shape_reads(v.owner)):
+                _SHAPE_READS[out] = reads
+    return _SHAPE_READS[x]
+
+
+_SHAPE_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _node_shape_reads(node) -> list[frozenset]:
+    """:func:`shape_reads` of every output of ``node``, its inputs' being known.
+
+    Walks the output shapes ``infer_shape`` gives in terms of stand-ins for the input
+    shapes: a stand-in (or a shape query of an input) brings that input's shape reads; an
+    input met otherwise is read by value. Conditions of the shape's checks count too.
+    """
+    outputs = [frozenset([out]) for out in node.outputs]  # no inference: values decide
+    dims = [
+        [pt.lscalar() for _ in range(i.type.ndim)] if hasattr(i.type, "ndim") else None
+        for i in node.inputs
+    ]
+    try:
+        shapes = node.op.infer_shape(node, dims)
+        stack = [
+            pt.as_tensor_variable(d) for shape in shapes if shape is not None for d in shape
+        ]
+    except Exception:
+        return outputs
+    stand_ins = {d: i for i, ds in zip(node.inputs, dims) if ds for d in ds}
+    found, seen = set(), set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in node.outputs:
+            return outputs
+        if v in stand_ins:
+            found |= _SHAPE_READS[stand_ins[v]]
+        elif v in node.inputs:
+            found.add(v)
+        elif v.owner is not None and isinstance(v.owner.op, Shape | Shape_i):
+            found |= shape_reads(v.owner.inputs[0])  # (its leaves are the node's inputs)
+        elif v.owner is not None:
+            stack.extend(v.owner.inputs)
+    # (a shape query of an expression may read a stand-in: that input's shape)
+    for d in [d for d in found if d in stand_ins]:
+        found.discard(d)
+        found |= _SHAPE_READS[stand_ins[d]]
+    known = set(node.inputs).union(*(_SHAPE_READS[i] for i in node.inputs))
+    if not found <= known:  # values computed inside the inference (a mask's count)
+        return outputs
+    return [frozenset(found)] * len(node.outputs)
 
 
 def value_ancestors(outputs: Sequence[Variable]) -> set[Variable]:
@@ -345,18 +429,25 @@ _LIBRARIES = ("pytensor", "pymc")
 
 @rule(Shape, Shape_i)
 def _shape(node, axes, n):
-    return [None]  # shapes of per-datum tensors are public (n and the column counts)
+    # Shapes of per-datum tensors are public (n and the column counts) when computed from
+    # public shapes (_value_inputs); a shape computed from per-datum values is a count of data.
+    if any(i in axes for i in _value_inputs(node)):
+        _fail(node, "a shape computed from per-datum values")
+    return [None]
 
 
-@rule(SpecifyShape, CheckAndRaise)
+@rule(SpecifyShape, CheckAndRaise, ViewOp, DeepCopyOp)
 def _first_input(node, axes, n):
-    # The value is the first input's; the others only decide whether to raise.
+    # The value is the first input's; the others only decide whether to raise. (ViewOp and
+    # DeepCopyOp are identities: PyMC's OrderedLogistic, compiled outputs.)
     return [axes.get(node.inputs[0])]
 
 
 @rule(Elemwise)
 def _elementwise(node, axes, n):
     rowed = [i for i in _value_inputs(node) if i in axes]
+    if any(i not in node.inputs for i in rowed):  # fill(x, v): x's shape read from data
+        _fail(node, "a shape computed from per-datum values")
     return [_aligned(node, rowed, axes)] * len(node.outputs)
 
 

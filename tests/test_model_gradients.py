@@ -13,7 +13,7 @@ from pytensor.scan.op import Scan
 from pymc_dp.benchmark_models import banana, correlated_gaussian
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.kernels.clipping import clipped_vector_sum
-from pymc_dp.model import PrivateModel
+from pymc_dp.model import PrivateModel, public_data
 
 HUGE = 1e12  # a clip bound that never binds
 
@@ -452,7 +452,11 @@ def test_dense_jacobians_use_forward_mode():
     A = np.random.default_rng(12).normal(size=(d, d))
     with pm.Model() as m:
         t = pm.Normal("t", shape=d)
-        pm.Normal("y", pt.dot(A, t), 1, observed=np.random.default_rng(13).normal(size=(40, d)))
+        A_public = pm.Data("A", A)  # a NumPy matrix shared by every row must be declared
+        public_data(A_public)
+        pm.Normal(
+            "y", pt.dot(A_public, t), 1, observed=np.random.default_rng(13).normal(size=(40, d))
+        )
     pmodel = PrivateModel(m)
     pmodel.compile_gradients()
     assert pmodel.gradient_method == "forward"

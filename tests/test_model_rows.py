@@ -75,7 +75,22 @@ def _observed_depends_on_observed():
     pm.Normal("y2", y1, 1, observed=Y + 1)
 
 
+def _ordered_logistic():
+    # PyMC's OrderedLogistic leaves a ViewOp (an identity) in the graph of a batch
+    cut = pm.Normal("cut", [-1, 1], 5, transform=pm.distributions.transforms.ordered)
+    eta = pm.Data("X", X) @ pm.Normal("b", shape=2)
+    pm.OrderedLogistic("y", eta=eta, cutpoints=cut, observed=np.digitize(Y, [-1, 1]))
+
+
+def _censored_numpy_per_row_bounds():
+    # the symbolic distribution pins its bound to n with a SpecifyShape
+    upper = np.where(Y > 1.0, 1.0, np.inf)
+    pm.Censored("c", pm.Normal.dist(pm.Normal("mu"), 1), upper=upper, observed=np.minimum(Y, 1))
+
+
 MODELS = [
+    _ordered_logistic,
+    _censored_numpy_per_row_bounds,
     _regression_pm_data,
     _shape_from_observed,
     _dims,
@@ -130,6 +145,16 @@ def test_a_numpy_covariate_used_twice_and_an_integer_pm_data_observation_follow_
         pmodel = PrivateModel(m)
         rows = np.array([3, 7, 11])
         np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows], rtol=1e-12)
+
+
+def test_a_folded_numpy_expression_is_refused_saying_what_to_do():
+    # b * log(x): PyMC folds log(x) into a new constant whose rows a batch cannot select
+    x = RNG.uniform(1, 2, size=N)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        pm.Normal("y", b * pt.log(x), 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="Wrap the per-individual arrays in pm.Data"):
+        PrivateModel(m).compile_rows()
 
 
 def test_bad_rows_are_refused():

@@ -59,6 +59,9 @@ ROW_LOCAL = {
     "a row-free table indexed by group and column": L[g % M, :].sum(axis=1) * x[:, 0],
     "zeros_like of per-datum values reads only their shape": (pt.zeros_like(x) + theta).sum()
     * x[:, 0],
+    "the shape of an elementwise result and of a reshape": x[:, 0]
+    * pt.ones_like(pt.exp(x)).reshape((x.shape[0], -1)).shape[1]
+    + (x * theta).shape[0],
 }
 
 NOT_ROW_LOCAL = {
@@ -87,6 +90,30 @@ NOT_ROW_LOCAL = {
         :, ::-1
     ].reshape(x.shape)[:, 0],
 }
+
+
+# (review 2: a shape computed from data values is a count of the data, read by every row)
+_FLAGGED = pt.gt(x[:, 0], 100.0)
+DATA_SHAPES = {
+    "the length of nonzero": x[:, 0] + _FLAGGED.nonzero()[0].shape[0],
+    "the length of unique": x[:, 0] + pt.unique(pt.switch(_FLAGGED, g, 0)).shape[0],
+    "the length of a boolean mask": x[:, 0] + x[_FLAGGED, 0].shape[0],
+    "ones_like of nonzero, summed": x[:, 0] + pt.ones_like(_FLAGGED.nonzero()[0]).sum(),
+    "a shape through an inferred shape": x[:, 0] + (2.0 * _FLAGGED.nonzero()[0]).shape[0],
+}
+
+
+@pytest.mark.parametrize("name", DATA_SHAPES)
+def test_shapes_computed_from_data_values_are_not_public(name):
+    out = DATA_SHAPES[name]
+    assert not is_row_local([out], {x: 0, g: 0}, n=N)
+    # and they do mix rows: flagging row 0 moves every row
+    fn = pytensor.function([x, g], out, on_unused_input="ignore")
+    values = _values(np.random.default_rng(4))
+    flagged = values[x].copy()
+    flagged[0, 0] = 1000.0
+    moved = fn(flagged, values[g]) != fn(values[x], values[g])
+    assert moved[1:].all()
 
 
 def _rows_move_alone(out, rng):

@@ -1,0 +1,228 @@
+"""NumPy arrays written into a model, and data-dependent shapes (review 2, findings 1-3).
+
+* a NumPy array off the datum axis that the likelihood spreads across rows (a per-person
+  table read as x[g], values shared by every row, inside an inner graph too) is refused like
+  pm.Data that is not declared public; the constants PyMC and PyTensor put into ordinary
+  models (shape vectors, sizes, index arrays) are not;
+* a shape computed from data values (nonzero, unique, a boolean mask) is a value read;
+* per-person NumPy values in a prior, a potential or an initial value are refused: they
+  would be released without noise.
+"""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+from pytensor.compile.builders import OpFromGraph
+
+import pymc_dp
+
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model import PrivateModel
+
+N, M = 30, 5
+RNG = np.random.default_rng(3)
+Y = RNG.normal(size=N)
+X = RNG.normal(size=(N, 2))
+PERSON = np.zeros(N, dtype=int)
+PERSON[:M] = np.arange(M)  # most rows belong to person 0
+TABLE = RNG.normal(size=M)  # one covariate per person
+COUNTS = RNG.multinomial(10, [0.2, 0.3, 0.5], size=N)
+
+
+# ---------------------------------------------------------------------- finding 1
+def _table_read_by_rows(kind):
+    b = pm.Normal("b")
+    g = PERSON if kind == "NumPy" else pm.Data("g", PERSON)
+    if kind == "public":
+        pymc_dp.public_data(g)
+    pm.Normal("y", b * pt.as_tensor(TABLE)[g], 1, observed=Y)
+
+
+def _table_in_inner_graph(kind):
+    b = pm.Normal("b")
+    u, v = pt.dvector(), pt.dscalar()
+    op = OpFromGraph([u, v], [u * 0 + v * pt.as_tensor(TABLE).sum()])
+    pm.Normal("y", op(pm.Data("yd", Y), b), 1, observed=Y)
+
+
+def _table_in_custom_logp(kind):
+    g = PERSON if kind == "NumPy" else pm.Data("g", PERSON)
+
+    def logp(value, b):
+        return -0.5 * (value - b * pt.as_tensor(TABLE)[g]) ** 2
+
+    pm.CustomDist("y", pm.Normal("b"), logp=logp, observed=Y)
+
+
+def _known_covariance(kind):
+    cov = np.array([[1.0, 0.5], [0.5, 2.0]])  # public or not: wrap it in pm.Data
+    pm.MvNormal("z", mu=pm.Normal("m", shape=2), cov=cov, observed=X)
+
+
+@pytest.mark.parametrize(
+    "build, kind",
+    [
+        (_table_read_by_rows, "NumPy"),
+        (_table_read_by_rows, "pm.Data"),
+        (_table_read_by_rows, "public"),
+        (_table_in_inner_graph, None),
+        (_table_in_custom_logp, "NumPy"),
+        (_table_in_custom_logp, "pm.Data"),
+        (_known_covariance, None),
+    ],
+)
+def test_numpy_arrays_off_the_datum_axis_spread_across_rows_are_refused(build, kind):
+    with pm.Model() as m:
+        build(kind)
+    with pytest.raises(UnsupportedModelError, match="not on the datum axis") as err:
+        PrivateModel(m)
+    assert "pymc_dp.public_data" in str(err.value)  # says what to do
+
+
+def test_the_refused_table_does_move_many_rows():
+    # Not an arbitrary refusal: person 0's covariate moves the log-likelihood of most rows.
+    def rows_loglik(table):
+        with pm.Model() as m:
+            b = pm.Normal("b")
+            pm.Normal("y", b * pt.as_tensor(table)[PERSON], 1, observed=Y)
+        return m.compile_logp(vars=m.observed_RVs, sum=False)({"b": 1.0})[0]
+
+    moved = TABLE.copy()
+    moved[0] += 5.0
+    assert np.sum(rows_loglik(TABLE) != rows_loglik(moved)) > N - M
+
+
+def test_a_table_declared_public_is_read_as_a_constant():
+    with pm.Model() as m:
+        table = pm.Data("table", TABLE)
+        pymc_dp.public_data(table)
+        b = pm.Normal("b")
+        pm.Normal("y", b * table[PERSON], 1, observed=Y)
+    pmodel = PrivateModel(m)
+    expected = -0.5 * (Y - TABLE[PERSON]) ** 2 - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(pmodel.loglik(np.array([1.0])), expected)
+
+
+def _ordered_logistic():
+    cut = pm.Normal("cut", [-1, 1], 5, transform=pm.distributions.transforms.ordered)
+    eta = pm.Data("X", X) @ pm.Normal("b", shape=2)
+    pm.OrderedLogistic("y", eta=eta, cutpoints=cut, observed=np.digitize(Y, [-1, 1]))
+
+
+def _multinomial():
+    pm.Multinomial("y", n=10, p=pm.Dirichlet("p", np.ones(3)), observed=COUNTS)
+
+
+def _normal_mixture():
+    mus = pm.Normal("mus", [-1, 1], 1, transform=pm.distributions.transforms.ordered)
+    pm.NormalMixture("y", pm.Dirichlet("w", np.ones(2)), mus, 1, observed=Y)
+
+
+def _mvnormal_lkj():
+    chol, _, _ = pm.LKJCholeskyCov("c", n=2, eta=2, sd_dist=pm.Exponential.dist(1))
+    pm.MvNormal("y", pm.Normal("mu", shape=2), chol=chol, observed=X)
+
+
+def _random_walk_rows():
+    init = pm.Normal.dist(0, 1)
+    walks = RNG.normal(size=(N, 4)).cumsum(1)
+    pm.GaussianRandomWalk("y", sigma=pm.HalfNormal("s"), init_dist=init, observed=walks)
+
+
+def _categorical_grouped():
+    p = pm.Dirichlet("p", np.ones(3), shape=(4, 3))
+    pm.Categorical("y", p=p[pm.Data("g", np.arange(N) % 4)], observed=np.digitize(Y, [-1, 1]))
+
+
+def _identity_covariance():
+    pm.MvNormal("z", mu=pm.Normal("m", shape=2), cov=np.eye(2), observed=X)
+
+
+def _equal_scales():
+    pm.Normal("z", pm.Normal("m"), np.full(2, 2.0), observed=X)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _identity_covariance,  # arrays that hold one number, like a scalar constant
+        _equal_scales,
+        _ordered_logistic,
+        _multinomial,
+        _normal_mixture,
+        _mvnormal_lkj,
+        _random_walk_rows,
+        _categorical_grouped,
+    ],
+)
+def test_the_constants_pymc_puts_into_ordinary_models_are_not_refused(build):
+    # Shape vectors, sizes, index arrays, and the priors' own constants (not the likelihood)
+    with pm.Model() as m:
+        build()
+    PrivateModel(m)
+
+
+# ---------------------------------------------------------------------- finding 3
+X_OBS = RNG.normal(size=N)  # one covariate per person, measured with error
+
+
+def _errors_in_variables_prior():
+    x_true = pm.Normal("x_true", mu=X_OBS, sigma=0.1, shape=N)
+    pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+
+
+def _data_as_initial_value():
+    x_true = pm.Normal("x_true", 0, 10, shape=N, initval=X_OBS)
+    pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+
+
+def _data_in_a_potential_inner_graph():
+    b = pm.Normal("b")
+    u = pt.dscalar()
+    pm.Potential("p", OpFromGraph([u], [u * pt.as_tensor(X_OBS).sum()])(b))
+    pm.Normal("y", b, 1, observed=Y)
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (_errors_in_variables_prior, "prior of 'x_true'"),
+        (_data_as_initial_value, "initial value of 'x_true'"),
+        (_data_in_a_potential_inner_graph, "Potential 'p'"),
+    ],
+)
+def test_per_person_numpy_values_released_without_noise_are_refused(build, match):
+    with pm.Model() as m:
+        build()
+    with pytest.raises(UnsupportedModelError, match=match) as err:
+        PrivateModel(m)
+    assert "without noise" in str(err.value)
+
+
+def test_an_initial_point_holding_per_person_values_is_refused():
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 0, 10, shape=N)
+        pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="initial points must be public"):
+        PrivateModel(m, initial_point={"x_true": X_OBS, "b": np.array(0.0)})
+
+
+def test_ordinary_hyperparameters_and_initial_values_are_not_refused():
+    with pm.Model() as m:
+        beta = pm.Normal("beta", np.zeros(2), np.full(2, 10.0), initval=np.array([0.5, -0.5]))
+        effects = pm.Normal("effects", np.zeros(N), 1, initval=np.zeros(N))  # one per person
+        pm.Normal("y", pm.Data("X", X) @ beta + effects, 1, observed=Y)
+    PrivateModel(m)
+
+
+# ---------------------------------------------------------------------- finding 2
+def test_a_count_of_the_data_read_through_a_shape_is_refused():
+    # count = #{j: y_j == 777} enters every row's mean; the probe's moves never make a 777
+    with pm.Model() as m:
+        yd = pm.Data("yd", Y)
+        count = pt.cast(pt.eq(yd, 777.0).nonzero()[0].shape[0], "float64")
+        pm.Normal("y", pm.Normal("b") + 50.0 * count, 1, observed=yd)
+    with pytest.raises(UnsupportedModelError, match="Nonzero"):
+        PrivateModel(m)
