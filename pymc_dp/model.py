@@ -1244,8 +1244,8 @@ def _not_row_local(what: str, err: NotRowLocal) -> str:
         )
     else:
         why = (
-            f"{what} computes with {err.op} ({err.why}), which the row-locality proof has "
-            "no rule for. A private step accepts only models it proves to keep rows apart."
+            f"{what} computes with {err.op} ({err.why}): the row-locality proof cannot show "
+            "that it keeps rows apart, and a private step accepts only models it proves to."
         )
     return f"{why} {_REWRITE}"
 
