@@ -377,7 +377,9 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
     if tempered:
         warnings.warn(f"Tempered target: {tempered}.", TemperedTargetWarning, stacklevel=3)
     stats = idata.get("sample_stats") if hasattr(idata, "get") else None
-    if stats is None or "accepted" not in stats:
+    # (MCMC steps only: ABCDP's "accepted" marks prior draws that passed, a different thing)
+    mcmc = stats is not None and ("dp_mu_chain" in stats or "dp_releases_chain" in stats)
+    if not mcmc or "accepted" not in stats:
         return
     accepted = np.asarray(stats["accepted"].values, dtype=float)
     if accepted.ndim != 2 or accepted.shape[1] == 0:
