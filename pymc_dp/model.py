@@ -40,6 +40,7 @@ from pytensor.compile.rebuild import UnusedInputError
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
+from pytensor.gradient import jacobian
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
@@ -799,6 +800,7 @@ class PrivateModel:
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
         self._forward_gradient_fn = None  # reverse mode's fallback, compiled if ever needed
+        self._gradient_rows_fn = None  # the warm-up's per-datum gradients (gradient_rows)
         self.gradient_method: str | None = None  # "reverse" or "forward", once compiled
         # on_unused_input: a per-datum pm.Data the likelihood does not read, or an observed
         # array PyTensor merged with an equal constant, is simply not needed.
@@ -974,7 +976,7 @@ class PrivateModel:
         return fn, chosen, not isinstance(outputs[2], Constant)
 
     def _clipped_gradient_graph(
-        self, method: str = "forward"
+        self, method: str = "forward", per_row: bool = False
     ) -> tuple[list[Variable], list[Variable], str]:
         """Inputs ``[θ, b, *data]``, outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior, dropped]``.
 
@@ -994,7 +996,7 @@ class PrivateModel:
         bound = pt.scalar("grad_clip", dtype=q.dtype)
         try:
             reverse = None
-            if method != "forward":
+            if method != "forward" and not per_row:
                 try:
                     reverse = reverse_columns(
                         self._per_datum_graph,
@@ -1029,10 +1031,26 @@ class PrivateModel:
         added = [
             c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood
         ]
+        if per_row:
+            # The warm-up's (n, d) matrix of per-datum gradients (private: released only
+            # through the clipped, noised statistics of pymc_dp.kernels.warmup).
+            self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
+            rows = pt.stack(columns, axis=1)
+            prior_hessian = jacobian(prior_grad, q)
+            return [q, *self._placeholders], [rows, prior_grad, prior_hessian], "forward"
+        # In the coordinates u of θ = θ_0 + B u (B public, the identity unless a warm-up
+        # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
+        # in that metric just the same.
+        basis = pt.matrix("basis", dtype=q.dtype)
+        columns = [
+            sum(columns[i] * basis[i, k] for i in range(len(columns)))
+            for k in range(len(columns))
+        ]
         self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
         clipped = clipped_row_sum(columns, bound)
         chosen = "forward" if reverse is None else "reverse"
-        return [q, bound, *self._placeholders], [clipped, prior_grad, dropped], chosen
+        outputs = [clipped, pt.dot(prior_grad, basis), dropped]
+        return [q, bound, basis, *self._placeholders], outputs, chosen
 
     def _public_points(self, count: int, spread: float, seed: int = 7) -> list[np.ndarray]:
         """The initial point and ``count − 1`` points around it (fixed seed: public)."""
@@ -1042,12 +1060,16 @@ class PrivateModel:
             point + spread * rng.standard_normal(point.shape) for _ in range(count - 1)
         ]
 
-    def clipped_gradient(self, q: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(Σ_j clip_b(∇_θ ℓ_j(θ)), ∇_θ log prior(θ))`` at raveled point ``q``.
+    def clipped_gradient(
+        self, q: np.ndarray, bound: float, basis: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(Σ_j clip_b(Bᵀ∇_θ ℓ_j(θ)), Bᵀ∇_θ log prior(θ))`` at raveled point ``q``.
 
         The first array is private (sensitivity 2b under replace-one): never release it
         without noise. The second is the public prior gradient (Jacobians included). Both
-        have shape ``(dim,)``. Compiled on first use (:meth:`compile_gradients`).
+        have shape ``(dim,)``. ``basis`` B (public, default the identity) gives the
+        gradients in the coordinates u of ``θ = θ_0 + B u``, so the clip bounds the norm in
+        that metric. Compiled on first use (:meth:`compile_gradients`).
 
         Examples
         --------
@@ -1064,7 +1086,11 @@ class PrivateModel:
             raise ValueError(f"bound must be > 0, got {bound!r}")
         self.compile_gradients()
         dtype = self._q.dtype
-        args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype))
+        basis = np.eye(self.dim, dtype=dtype) if basis is None else basis
+        basis = np.ascontiguousarray(basis, dtype=dtype)
+        if basis.shape != (self.dim, self.dim) or not np.all(np.isfinite(basis)):
+            raise ValueError(f"basis must be a finite ({self.dim}, {self.dim}) matrix")
+        args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype), basis)
         what = "the clipped per-datum gradients"
         clipped, prior_grad, dropped = _withholding_details(
             what, self._gradient_fn, *args, *self._data_values
@@ -1077,6 +1103,37 @@ class PrivateModel:
                 what, self._forward_gradient_fn, *args, *self._data_values
             )
         return clipped, prior_grad
+
+    def compile_gradient_rows(self) -> None:
+        """Compile :meth:`gradient_rows` now: a model without gradients is refused before
+        any data is read (:class:`~pymc_dp.errors.UnsupportedModelError`)."""
+        if self._gradient_rows_fn is None:
+            inputs, outputs, _ = self._clipped_gradient_graph("forward", per_row=True)
+            outputs[2] = -outputs[2]
+            fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
+            fn.trust_input = True
+            self._gradient_rows_fn = fn
+
+    def gradient_rows(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(G, ∇ log prior, −∇² log prior)`` at ``q``: G's row j is ``∇_θ ℓ_j(θ)``.
+
+        G (shape ``(n, dim)``) is private: the warm-up (:mod:`pymc_dp.kernels.warmup`)
+        releases only clipped, noised statistics of it. The prior's gradient and negative
+        Hessian (Jacobians included) are public. Forward mode, compiled on first use.
+
+        Raises
+        ------
+        UnsupportedModelError
+            If the log-likelihood or the prior has an operation without a gradient.
+        """
+        self.compile_gradient_rows()
+        rows, prior_grad, prior_hessian = _withholding_details(
+            "the per-datum gradients",
+            self._gradient_rows_fn,
+            np.ascontiguousarray(q, dtype=self._q.dtype),
+            *self._data_values,
+        )
+        return rows, prior_grad, prior_hessian
 
     # ------------------------------------------------------------------ batches of rows
     def loglik_rows(self, q: np.ndarray, rows) -> np.ndarray:

@@ -3,7 +3,7 @@
 :class:`WarmupPlan` splits the part of a chain's μ that a private warm-up spends
 (:mod:`pymc_dp.kernels.warmup`) over its iterations and releases. Everything here is a
 function of public quantities (the budget and its split), so a plan can be shown before any
-data is read. No step uses it yet: the warm-up is being built (issue 13).
+data is read. :mod:`pymc_dp.steps.warmup` runs it in every chain of the Gaussian steps.
 """
 
 from __future__ import annotations
@@ -29,21 +29,23 @@ class WarmupPlan:
         Share of the chain's μ spent on warm-up, in (0, 1).
     iterations : int
         Fisher-scoring iterations; each releases one histogram of gradient norms, one
-        clipped gradient sum and one clipped outer-product sum.
+        clipped gradient sum, one histogram of the gradients' spreads about their released
+        mean and one clipped outer-product sum of those spreads.
     quantile : float
         The quantile of the per-datum gradient norms that sets the clip bound.
     growth : float
         Iteration t gets a share of the warm-up's μ proportional to ``growth**t``: early
         iterations only need to get close, the last one sets the mode.
-    split : tuple of three floats
-        Shares of each iteration's μ for the histogram, the gradient and the outer product.
+    split : tuple of four floats
+        Shares of each iteration's μ for the two histograms, the gradient and the outer
+        product, in the order of :meth:`events`.
     """
 
     share: float = 0.5
     iterations: int = 5
     quantile: float = 0.99
     growth: float = 2.0
-    split: tuple[float, float, float] = (0.1, 0.6, 0.3)
+    split: tuple[float, float, float, float] = (0.05, 0.6, 0.05, 0.3)
 
     def __post_init__(self):
         if not 0.0 < self.share < 1.0:
@@ -56,15 +58,15 @@ class WarmupPlan:
             raise ValueError("the clip quantile must lie in [0.5, 1)")
         if not (math.isfinite(self.growth) and self.growth >= 1.0):
             raise ValueError("growth must be a finite number >= 1")
-        if len(self.split) != 3 or not all(s > 0 for s in self.split):
-            raise ValueError("split must be three positive shares")
+        if len(self.split) != 4 or not all(s > 0 for s in self.split):
+            raise ValueError("split must be four positive shares")
 
     def mu(self, chain_mu: float) -> float:
         """The μ the warm-up of one chain spends."""
         return self.share * chain_mu
 
     def noise_multipliers(self, chain_mu: float) -> np.ndarray:
-        """Rows ``(z_histogram, z_gradient, z_outer)``, one per iteration, spending
+        """Rows ``(z_norms, z_gradient, z_spread, z_outer)``, one per iteration, spending
         :meth:`mu` in all (each release costs 1/(2z²))."""
         weights = self.growth ** np.arange(self.iterations)
         per_iteration = self.mu(chain_mu) * weights / weights.sum()
@@ -74,8 +76,9 @@ class WarmupPlan:
     def events(self, chain_mu: float) -> list[GaussianEvent]:
         """The warm-up's releases of one chain as ledger events, one per release."""
         names = (
-            ("warm-up norm histogram", "√2, or √(2d) for d coordinate histograms (replace-one)"),
+            ("warm-up norm histogram", "√2 (replace-one)"),
             ("warm-up clipped gradient", "2·clip (replace-one)"),
+            ("warm-up spread histogram", "√2 (replace-one)"),
             ("warm-up clipped outer product", "√2·clip² (upper triangle; replace-one)"),
         )
         return [

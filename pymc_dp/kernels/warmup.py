@@ -7,8 +7,8 @@ each a Gaussian mechanism with noise ``z · Δ`` (so each costs μ = 1/(2 z²) w
 composes exactly with the sampler's own releases). Everything else here is post-processing of
 released values.
 
-No step uses these yet: they are the building blocks of the private warm-up that will let the
-steps choose their clip bounds, start and proposal shape themselves (issue 13). Their releases
+:mod:`pymc_dp.steps.warmup` runs :func:`laplace_warmup` at the start of every chain of the
+Gaussian steps, to choose their clip bounds, start and proposal shape. Their releases
 are audited in ``tests/kernels/test_warmup.py``; ``benchmarks/warmup_laplace.py`` measures how
 close the private Laplace approximation comes to the exact mode and curvature.
 
@@ -19,9 +19,10 @@ Building blocks:
   range. (Andrew et al. 2021 reach a quantile by many small geometric updates from a starting
   guess; one histogram needs no starting guess, which is what a user who cannot look at the
   data lacks.)
-* :func:`noisy_moments` — the clipped per-datum gradients' sum and their sum of outer
-  products, each with Gaussian noise: the gradient and a Fisher (outer-product) curvature
-  estimate of the log-likelihood. Two releases.
+* :func:`noisy_clipped_sum` and :func:`noisy_moments` — the clipped per-datum gradients'
+  sum and the sum of outer products of their clipped spreads about a released mean, each
+  with Gaussian noise: the gradient and a Fisher (outer-product) curvature estimate of the
+  log-likelihood.
 * :func:`newton_step` and :func:`curvature` — post-processing: a trust-region Fisher-scoring
   step toward the posterior mode, and the positive-definite curvature that becomes the
   sampler's proposal covariance or mass matrix (a private Laplace approximation).
@@ -53,6 +54,7 @@ __all__ = [
     "newton_step",
     "quantile_from_histogram",
     "noisy_histogram",
+    "noisy_clipped_sum",
     "noisy_moments",
     "noisy_quantile",
     "noisy_scales",
@@ -207,6 +209,19 @@ def row_norms(grads: np.ndarray) -> np.ndarray:
         return np.sqrt(np.sum(grads**2, axis=1))
 
 
+def _noisy_sum(rng, clipped: np.ndarray, clip: float, noise_multiplier: float) -> np.ndarray:
+    return clipped.sum(axis=0) + noise_multiplier * 2.0 * clip * rng.standard_normal(
+        clipped.shape[1]
+    )
+
+
+def noisy_clipped_sum(
+    rng: np.random.Generator, grads: np.ndarray, *, clip: float, noise_multiplier: float
+) -> np.ndarray:
+    """One release: ``Σ_j clip_C(g_j) + N(0, (2 C z)² I)`` (Δ₂ = 2C under replace-one)."""
+    return _noisy_sum(rng, _clip_rows(grads, clip), clip, noise_multiplier)
+
+
 def noisy_moments(
     rng: np.random.Generator,
     grads: np.ndarray,
@@ -217,6 +232,9 @@ def noisy_moments(
 ) -> Moments:
     """Two releases: the clipped gradient sum and the clipped outer-product sum.
 
+    With ``grad_noise_multiplier=None`` only the outer product is released (one release;
+    ``grad_sum`` is then zero: the rows were centred at a released mean by the caller).
+
     ``grads`` holds the per-datum gradients ``g_j = ∇ℓ_j(θ)`` as rows (private). Each row is
     clipped to norm ``clip``; the sum gets ``N(0, (2 C z_g)²)`` per coordinate (Δ₂ = 2C), the
     upper triangle of ``Σ c_j c_jᵀ`` gets ``N(0, (√2 C² z_F)²)`` per entry (Δ₂ = √2 C²) and is
@@ -224,7 +242,10 @@ def noisy_moments(
     """
     clipped = _clip_rows(grads, clip)
     d = clipped.shape[1]
-    grad_sum = clipped.sum(axis=0) + grad_noise_multiplier * 2.0 * clip * rng.standard_normal(d)
+    if grad_noise_multiplier is None:  # the outer product only (a centred spread)
+        grad_sum = np.zeros(d)
+    else:
+        grad_sum = _noisy_sum(rng, clipped, clip, grad_noise_multiplier)
     outer = clipped.T @ clipped
     iu = np.triu_indices(d)
     noise = np.zeros((d, d))
@@ -342,59 +363,77 @@ def laplace_warmup(
     trust_radius: float = 100.0,
     grid: np.ndarray = DEFAULT_GRID,
 ) -> LaplaceWarmup:
-    """Noisy Fisher scoring from ``q0``: three Gaussian releases per iteration.
+    """Noisy Fisher scoring from ``q0``: four Gaussian releases per iteration.
 
-    ``noise_multipliers`` has one row ``(z_histogram, z_gradient, z_outer)`` per iteration
-    (:class:`pymc_dp.accounting.plan.WarmupPlan` spends more on the later ones, where the
-    point is close to the mode and precision pays). Each iteration, at the current point θ
-    and in the coordinates whitened by the previous curvature estimate (the identity at
-    first; the whitening matrix is public, so a clip in its norm bounds the sensitivity
-    just the same): one :func:`noisy_quantile` of the per-datum gradient norms (the clip
-    bound), one :func:`noisy_moments` (two releases), then a :func:`newton_step` on the
-    released gradient of the log posterior. Whitening makes the clip fit every direction
-    of the posterior at once, so the clip bound, the noise and the step are affine-invariant
-    after the first iteration. The first histogram uses ``grid`` (wide: the raw scale is
-    unknown), the others :func:`whitened_grid`.
+    ``noise_multipliers`` has one row ``(z_norms, z_gradient, z_spread, z_outer)`` per
+    iteration (:class:`pymc_dp.accounting.plan.WarmupPlan` spends more on the later ones,
+    where the point is close to the mode and precision pays). Each iteration, at the current
+    point θ and in the coordinates whitened by the previous curvature estimate (the identity
+    at first; the whitening matrix is public, so a clip in its norm bounds the sensitivity
+    just the same):
+
+    1. a :func:`noisy_quantile` of the per-datum gradient norms: the clip bound C;
+    2. the clipped gradient sum ``Σ clip_C(g_j)`` with noise (:func:`noisy_moments`); its
+       mean ḡ is public from here on;
+    3. a :func:`noisy_quantile` of the spreads ``‖g_j − ḡ‖``: the clip bound C_s;
+    4. the outer-product sum of ``clip_{C_s}(g_j − ḡ)`` with noise: the curvature.
+
+    Then a :func:`newton_step` on the released gradient of the log posterior. Centring at
+    the released mean before the outer product matters far from the mode, where every
+    datum's gradient is dominated by the common mean: clipped uncentred, the curvature's
+    noise would scale with the mean's square and drown the spread it must measure.
+    Whitening makes clip bounds, noise and step affine-invariant after the first
+    iteration. The first histograms use ``grid`` (wide: the raw scale is unknown), the
+    others :func:`whitened_grid`.
 
     ``grads_fn(q)`` returns the private per-datum gradients (rows); ``prior_grad_fn(q)`` and
     ``prior_hessian_fn(q)`` the public prior's gradient and negative Hessian (which may be
     indefinite: the curvature is projected to positive definite). Returns the last iterate
-    and the curvature there.
+    and the curvature there; ``clip`` is the last clip bound C (a quantile of gradient
+    norms, which the samplers' clipping needs).
     """
     zs = np.asarray(noise_multipliers, dtype=float)
-    if zs.ndim != 2 or zs.shape[1] != 3 or len(zs) < 1:
-        raise ValueError("noise_multipliers must have one row of three per iteration")
+    if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
+        raise ValueError("noise_multipliers must have one row of four per iteration")
     q = np.asarray(q0, dtype=float).copy()
     d = q.size
     clip = shape = None
-    for t, (z_hist, z_grad, z_outer) in enumerate(zs):
+    for t, (z_norms, z_grad, z_spread, z_outer) in enumerate(zs):
         grads = np.asarray(grads_fn(q), dtype=float)
+        n = len(grads)
         if t == 0:
-            # No metric yet: scale each coordinate by its own quantile, then every scaled
-            # row has norm ≤ √d apart from the rows beyond a quantile.
-            # (a middle quantile: it only sets the scale, and its count dwarfs the noise)
+            # No metric yet: scale each coordinate by its own quantile (a middle one: it
+            # only sets the scale, and its count dwarfs the noise), times √n: a curvature
+            # sums n data, so this metric is roughly the posterior's. This release and the
+            # norms' share the iteration's norm budget: √2 z each, 1/(2z²) together.
+            z_norms = z_norms * np.sqrt(2.0)
             scales = noisy_scales(
-                rng, grads, quantile=0.9, noise_multiplier=z_hist, grid=grid[::2]
+                rng, grads, quantile=0.9, noise_multiplier=z_norms, grid=grid[::2]
             )
-            # (√n: a curvature sums n data, so this metric is roughly the posterior's)
-            w = np.diag(1.0 / (scales * np.sqrt(len(grads))))
-            grads = grads @ w.T
-            clip = clip_margin * float(np.sqrt(d / len(grads)))
+            w = np.diag(1.0 / (scales * np.sqrt(n)))
+            level_grid = grid
         else:
-            grads = grads @ w.T  # rows W g_j
-            clip = clip_margin * noisy_quantile(
-                rng,
-                row_norms(grads),
-                quantile=quantile,
-                noise_multiplier=z_hist,
-                grid=whitened_grid(d, len(grads)),
-            )
+            level_grid = whitened_grid(d, n)
+        grads = grads @ w.T  # rows W g_j
+        # Far from the mode a middle quantile is enough (the signal dwarfs the noise) and
+        # its count is far above the histogram's noise, so a noisy tail cannot set a wild
+        # bound there; the high quantile the samplers need is found in the last iterations.
+        level = quantile if t >= len(zs) - 2 else min(quantile, 0.9)
+        clip = clip_margin * noisy_quantile(
+            rng, row_norms(grads), quantile=level, noise_multiplier=z_norms, grid=level_grid
+        )
+        grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
+        spread = grads - grad_sum / n  # centred at a released mean: still one row per datum
+        spread_clip = noisy_quantile(
+            rng, row_norms(spread), quantile=level, noise_multiplier=z_spread, grid=level_grid
+        )
         moments = noisy_moments(
-            rng, grads, clip=clip, grad_noise_multiplier=z_grad, outer_noise_multiplier=z_outer
+            rng, spread, clip=spread_clip, grad_noise_multiplier=None,
+            outer_noise_multiplier=z_outer,
         )
         # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
         prior_white = w @ np.asarray(prior_hessian_fn(q), dtype=float) @ w.T
-        grad_white = moments.grad_sum + w @ np.asarray(prior_grad_fn(q), dtype=float)
+        grad_white = grad_sum + w @ np.asarray(prior_grad_fn(q), dtype=float)
         # Steps use curvature floored at the noise's level (no long steps along noise);
         # the shape passed on (next metric, result) is floored lower, so a direction the
         # noise hid comes out wider, not narrower: the next iteration then sees it better

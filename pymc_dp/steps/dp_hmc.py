@@ -16,6 +16,7 @@ from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
+from pymc_dp.steps.warmup import PrivateWarmup
 
 __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 
@@ -24,14 +25,15 @@ __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 #: (τ_g = 0.4, τ_l = 0.1, L = 10) spend ≈ 0.385 on gradients.
 DEFAULT_BUDGET_SPLIT = 0.4
 
-_MISSING_CLIPS = (
-    "DPHMC needs {} (no default): the clip bounds fix what one person can change, so they "
-    "set the noise, and no value suits every model's scale, while choosing them from the "
-    "data would itself leak. Pick them from public knowledge or a pilot run on public or "
-    "synthetic data: grad_clip about the typical norm of one datum's gradient ∇ℓ_j near "
-    "the posterior, loglik_clip about the typical |ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖ (the same "
-    "role as DPPenalty's clip_bound). For example DPHMC(eps=1, grad_clip=2.0, loglik_clip=2.0)."
+_HAND_SETTINGS = (
+    "DPHMC chooses grad_clip and loglik_clip privately in its warm-up, in the warm-up's own "
+    "coordinates. Give both clip bounds (in θ's units) when you give one of them or "
+    "inv_mass, and when you turn the warm-up off (warmup=False); or give none of them."
 )
+
+#: Leapfrog steps per iteration with the warm-up's whitened coordinates (each one is a
+#: gradient release: short paths leave more budget per gradient).
+_WHITENED_N_STEPS = 4
 
 # More leapfrog steps than this per iteration is a mistake (path_length ≫ step_size), not a plan.
 _MAX_N_STEPS = 100_000
@@ -82,7 +84,7 @@ class DPHMCState(StepMethodState):
     n_steps: int = field(metadata={"frozen": True})
 
 
-class DPHMC(GaussianPrivateStep):
+class DPHMC(PrivateWarmup, GaussianPrivateStep):
     r"""Differentially private Hamiltonian Monte Carlo with noisy clipped gradients.
 
     Every leapfrog step releases the noisy clipped gradient of the log posterior
@@ -189,6 +191,7 @@ class DPHMC(GaussianPrivateStep):
         "loglik_noise_multiplier",
         "budget_split",
         "_fixed_noise",
+        "warmup",
     )
     _state_class = DPHMCState
     stats_dtypes_shapes = {
@@ -198,6 +201,8 @@ class DPHMC(GaussianPrivateStep):
         "step_size": (np.float64, []),
         "step_size_bar": (np.float64, []),
         "n_steps": (np.int64, []),
+        "grad_clip": (np.float64, []),
+        "loglik_clip": (np.float64, []),
         "grad_noise_multiplier": (np.float64, []),
         "loglik_noise_multiplier": (np.float64, []),
         **GAUSSIAN_PRIVACY_STATS,
@@ -221,6 +226,7 @@ class DPHMC(GaussianPrivateStep):
         adapt_step_size: bool = True,
         inv_mass=None,
         adapt_mass_matrix: bool = False,
+        warmup=True,
         chains: int | None = None,
         ledger_dir=None,
         model=None,
@@ -230,11 +236,15 @@ class DPHMC(GaussianPrivateStep):
         rng=None,
     ):
         # Public arguments first: bad input fails before the model or its data is touched.
-        missing = [k for k, v in (("grad_clip", grad_clip), ("loglik_clip", loglik_clip)) if v is None]
-        if missing:
-            raise TypeError(_MISSING_CLIPS.format(" and ".join(missing)))
-        self.grad_clip = check_positive(grad_clip, "grad_clip")
-        self.loglik_clip = check_positive(loglik_clip, "loglik_clip")
+        hand_clipped = grad_clip is not None and loglik_clip is not None
+        if not hand_clipped and (
+            grad_clip is not None or loglik_clip is not None or inv_mass is not None
+            or warmup is False
+        ):
+            raise ValueError(_HAND_SETTINGS)
+        self.grad_clip = check_positive(grad_clip, "grad_clip") if hand_clipped else None
+        self.loglik_clip = check_positive(loglik_clip, "loglik_clip") if hand_clipped else None
+        self._init_warmup(warmup, hand_clipped=hand_clipped)
         if n_steps is not None and path_length is not None:
             raise ValueError("Give n_steps or path_length, not both.")
         if n_steps is not None:
@@ -306,7 +316,9 @@ class DPHMC(GaussianPrivateStep):
         )
         # Refuse a model without gradients now, before any chain reads the data.
         self.private_model.compile_gradients()
+        self._check_warmup_model()
         dim = self.private_model.dim
+        self._inv_mass_given = inv_mass is not None
         if inv_mass is None:
             inv_mass = np.ones(dim)
         inv_mass = np.asarray(inv_mass, dtype=float)
@@ -316,8 +328,11 @@ class DPHMC(GaussianPrivateStep):
             )
         self._initial_inv_mass = inv_mass.copy()
         self.inv_mass = inv_mass.copy()
+        # Whitened by the warm-up the posterior is close to N(0, I): longer steps fit.
         self.initial_step_size = (
-            float(step_size) if step_size is not None else 0.25 / dim**0.25
+            float(step_size)
+            if step_size is not None
+            else (0.5 if self._whiten else 0.25) / dim**0.25
         )
         if path_length is not None:
             ratio = path_length / self.initial_step_size
@@ -327,7 +342,9 @@ class DPHMC(GaussianPrivateStep):
                     "per iteration; use a shorter path or a larger step size."
                 )
             n_steps = max(1, int(round(ratio)))
-        self.n_steps = int(n_steps) if n_steps is not None else 10
+        if n_steps is None:
+            n_steps = _WHITENED_N_STEPS if self._whiten else 10
+        self.n_steps = int(n_steps)
         self.step_adapt = DualAverageAdaptation(
             self.initial_step_size, self.target_accept, _DA_GAMMA, _DA_K, _DA_T0
         )
@@ -339,13 +356,13 @@ class DPHMC(GaussianPrivateStep):
         if self._fixed_noise:
             self._check_one_iteration_fits()
         self._hmc_state: HMCState | None = None
-        self._start_released = False
 
     def public_settings(self) -> dict[str, Any]:
         return {
             **super().public_settings(),
-            "grad_clip": self.grad_clip,
-            "loglik_clip": self.loglik_clip,
+            "grad_clip": "chosen privately per chain" if self._whiten else self.grad_clip,
+            "loglik_clip": "chosen privately per chain" if self._whiten else self.loglik_clip,
+            "warmup": None if self.warmup is None else repr(self.warmup),
             "n_steps": self.n_steps,
             "budget_split": None if self._fixed_noise else self.budget_split,
             "fixed_noise": self._fixed_noise,
@@ -359,7 +376,6 @@ class DPHMC(GaussianPrivateStep):
         # the cached per-datum log-likelihoods of the last chain never travel with it.
         state = super().__getstate__()
         state["_hmc_state"] = None
-        state["_start_released"] = False
         return state
 
     # ------------------------------------------------------------------ privacy plan
@@ -373,11 +389,14 @@ class DPHMC(GaussianPrivateStep):
         """μ of the one gradient released before the chain's first iteration."""
         return gaussian_mu(self.grad_noise_multiplier)
 
+    def _mu_chain_start(self) -> float:
+        return self._mu_warmup() + self._mu_start()
+
     def _calibrate(self, iterations: int, chains: int) -> None:
+        mu = self._sampling_mu_allotment(chains)
         if self._fixed_noise:
             self._check_fixed_noise_plan(iterations, chains)
             return
-        mu = self._chain_mu_allotment(chains)
         gradients = iterations * self.n_steps + 1
         s = self.budget_split
         # (kL+1)/(2 z_g²) ≤ s μ and k/(2 z_l²) ≤ (1 − s) μ, rounded to the safe side.
@@ -385,7 +404,7 @@ class DPHMC(GaussianPrivateStep):
         self.loglik_noise_multiplier = noise_multiplier_for_mu(iterations, (1 - s) * mu)
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
-        return [
+        return self._warmup_events() + [
             GaussianEvent(
                 name="gradient",
                 count=iterations * self.n_steps + 1,
@@ -399,15 +418,6 @@ class DPHMC(GaussianPrivateStep):
                 sensitivity="2·loglik_clip·‖θ_L−θ‖ (replace-one)",
             ),
         ]
-
-    def _iteration_privacy_stats(self) -> dict:
-        # What this iteration was allowed to release (reserved): the first iteration of a
-        # chain also paid for the cached start gradient. Summed over a chain this is the
-        # reservation exactly, so the trace alone gives the run's cost.
-        mu = self._mu_per_iteration() + (self._mu_start() if self._start_released else 0.0)
-        self._start_released = False
-        self._mu_chain += mu
-        return {"dp_mu": mu, "dp_mu_chain": self._mu_chain, "dp_delta": self.delta}
 
     # ------------------------------------------------------------------ tuning
     def _reset_window(self) -> None:
@@ -463,7 +473,6 @@ class DPHMC(GaussianPrivateStep):
 
     def _start_chain(self) -> None:
         self._hmc_state = None
-        self._start_released = False
         self._start_chain_accounting()
         self.reset_tuning()
         self.tune = self._tune_length > 0
@@ -474,36 +483,32 @@ class DPHMC(GaussianPrivateStep):
         return noisy_gradient(
             self.rng,
             q,
-            self.private_model.clipped_gradient,
+            self._view.clipped_gradient,
             clip_bound=self.grad_clip,
             noise_multiplier=self.grad_noise_multiplier,
         )
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-        pmodel = self.private_model
         state = self._hmc_state
         if state is None:
-            # First iteration of the chain: release the start gradient (the "+1" of
-            # kL + 1) and cache ℓ(θ), which is not a release: it only enters the clipped,
-            # noised ratio of the next proposal.
-            grad = self._release_gradient(q)
-            self._start_released = True
-            state = HMCState(
-                q=q.copy(), loglik=pmodel.loglik(q), logprior=pmodel.logprior(q), grad=grad
-            )
-        elif not np.array_equal(state.q, q):
-            raise RuntimeError(
-                "DPHMC's chain was moved by something else between iterations. DPHMC must be "
-                "the only step of the model: its cached gradient was released for the point "
-                "it left, and a new one would cost privacy that was not reserved."
-            )
+            # First iteration of the chain: the warm-up (its releases), then the start
+            # gradient (the "+1" of kL + 1) and ℓ(θ) cached at the start, which is not a
+            # release: it only enters the clipped, noised ratio of the next proposal. (The
+            # base class refuses a chain that something else moved between iterations.)
+            start = self._warm_up(q)
+            self._choose_settings()
+            view = self._view
+            u = view.u(start)
+            grad = self._release_gradient(u)
+            state = HMCState(q=u, loglik=view.loglik(u), logprior=view.logprior(u), grad=grad)
+        view = self._view
         tuning = bool(self.tune)
         step_size = float(self.step_adapt.current(tuning))
         state, info = hmc_transition(
             self.rng,
             state,
-            loglik_fn=pmodel.loglik,
-            logprior_fn=pmodel.logprior,
+            loglik_fn=view.loglik,
+            logprior_fn=view.logprior,
             grad_fn=self._release_gradient,
             step_size=step_size,
             n_steps=self.n_steps,
@@ -527,7 +532,26 @@ class DPHMC(GaussianPrivateStep):
             "step_size": step_size,
             "step_size_bar": float(adapt_stats["step_size_bar"]),
             "n_steps": self.n_steps,
+            "grad_clip": self.grad_clip,
+            "loglik_clip": self.loglik_clip,
             "grad_noise_multiplier": self.grad_noise_multiplier,
             "loglik_noise_multiplier": self.loglik_noise_multiplier,
         }
-        return state.q, stats
+        return view.theta(state.q), stats
+
+    def _choose_settings(self) -> None:
+        """After the warm-up: its clip bounds and metric, unless given.
+
+        Whitened, both clip bounds are the released quantile of ‖Bᵀ∇ℓ_j‖ (a datum's
+        gradient norm, and its log-likelihood slope per unit of ‖u' − u‖), and the mass
+        matrix is the identity. With clip bounds given by hand the chain stays in θ and
+        the mass matrix is the warm-up's posterior variances unless ``inv_mass`` was given.
+        """
+        if self.warmup is None:
+            return
+        if self._view.whitened:
+            clip = float(self._warmup_result.clip)
+            with self._changing_settings():
+                self.grad_clip = self.loglik_clip = clip
+        elif not self._inv_mass_given:
+            self.inv_mass = self._warmup_variances()

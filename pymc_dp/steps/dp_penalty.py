@@ -12,11 +12,12 @@ from pymc_dp.accounting.validation import check_positive
 from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.proposals import TunedProposal
+from pymc_dp.steps.warmup import PrivateWarmup
 
 __all__ = ["DPPenalty"]
 
 
-class DPPenalty(TunedProposal, GaussianPrivateStep):
+class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     r"""Differentially private Metropolis–Hastings by the penalty method.
 
     Each iteration releases one noisy clipped log-likelihood ratio
@@ -76,11 +77,12 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
     """
 
     name = "dp_penalty"
-    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise")
+    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise", "warmup")
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
         "scaling": (np.float64, []),
+        "clip_bound": (np.float64, []),
         "noise_multiplier": (np.float64, []),
         **GAUSSIAN_PRIVACY_STATS,
     }
@@ -91,11 +93,12 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
         *,
         eps: float,
         delta: float | None = None,
-        clip_bound: float,
+        clip_bound: float | None = None,
         proposal: str = "random_walk",
         noise_multiplier: float | None = None,
         S=None,
-        scaling: float = 1.0,
+        scaling: float | None = None,
+        warmup=True,
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -105,7 +108,15 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.clip_bound = check_positive(clip_bound, "clip_bound")
+        hand_clipped = clip_bound is not None
+        if not hand_clipped and (warmup is False or S is not None):
+            raise ValueError(
+                "DPPenalty chooses clip_bound privately in its warm-up, in the warm-up's own "
+                "coordinates. Give clip_bound too when you give S (both in θ's units), and "
+                "when you turn the warm-up off (warmup=False)."
+            )
+        self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
+        self._init_warmup(warmup, hand_clipped=hand_clipped)
         self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
@@ -123,6 +134,8 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
             blocked=blocked,
             rng=rng,
         )
+        self._check_warmup_model()
+        self._S_given = S is not None
         self._init_proposal(S, self.private_model.dim)
         if self._fixed_noise:
             self._check_one_iteration_fits()
@@ -131,8 +144,9 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
     def public_settings(self) -> dict[str, Any]:
         return {
             **super().public_settings(),
-            "clip_bound": self.clip_bound,
+            "clip_bound": "chosen privately per chain" if self._whiten else self.clip_bound,
             "proposal": self.proposal,
+            "warmup": None if self.warmup is None else repr(self.warmup),
             "noise_multiplier": self.noise_multiplier if self._fixed_noise else "calibrated",
         }
 
@@ -140,15 +154,20 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
     def _mu_per_iteration(self) -> float:
         return gaussian_mu(self.noise_multiplier)
 
+    def _mu_chain_start(self) -> float:
+        return self._mu_warmup()
+
     def _calibrate(self, iterations: int, chains: int) -> None:
+        mu = self._sampling_mu_allotment(chains)
         if self._fixed_noise:
             self._check_fixed_noise_plan(iterations, chains)
             return
-        # k releases of multiplier z cost k / (2 z²); a chain may spend one allotment.
-        self.noise_multiplier = noise_multiplier_for_mu(iterations, self._chain_mu_allotment(chains))
+        # k releases of multiplier z cost k / (2 z²); a chain may spend its allotment less
+        # the warm-up's share.
+        self.noise_multiplier = noise_multiplier_for_mu(iterations, mu)
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
-        return [
+        return self._warmup_events() + [
             GaussianEvent(
                 name="log-likelihood ratio",
                 count=iterations,
@@ -166,18 +185,24 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         pmodel = self.private_model
         state = self._penalty_state
-        if state is None or not np.array_equal(state.q, q):
-            # First iteration of the chain: cache ℓ(θ). Not a release: it only enters the
-            # clipped, noised ratio of the next proposal.
-            state = PenaltyState(q=q.copy(), loglik=pmodel.loglik(q), logprior=pmodel.logprior(q))
+        if state is None:
+            # First iteration of the chain: the warm-up (its releases), then cache ℓ(θ) at
+            # the start. Not a release: it only enters the clipped, noised ratio of the
+            # next proposal. The base class guarantees that q is where the chain left off.
+            start = self._warm_up(q)
+            self._choose_settings()
+            view = self._view
+            u = view.u(start)
+            state = PenaltyState(q=u, loglik=view.loglik(u), logprior=view.logprior(u))
 
+        view = self._view
         proposal = self._propose(state.q)
         state, info = penalty_transition(
             self.rng,
             state,
             proposal.q,
-            pmodel.loglik,
-            pmodel.logprior,
+            view.loglik,
+            view.logprior,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
         )
@@ -187,6 +212,31 @@ class DPPenalty(TunedProposal, GaussianPrivateStep):
             "accept": float(np.exp(min(info.log_accept, 0.0))),
             "accepted": float(info.accepted),
             "scaling": float(np.mean(self.scaling)),
+            "clip_bound": self.clip_bound,
             "noise_multiplier": self.noise_multiplier,
         }
-        return state.q, stats
+        return view.theta(state.q), stats
+
+    def _choose_settings(self) -> None:
+        """After the warm-up: the clip bound and proposal shape it released, unless given.
+
+        In whitened coordinates the posterior is close to N(0, I): unit proposal sds, and a
+        first scale at which the ratio's noise σ = 2·b·z·‖u' − u‖ is about 1 (where the
+        penalty still lets a fair share of proposals through) or the random-walk optimum
+        2.38/√d, whichever is smaller. Tuning then follows the acceptance rate.
+        """
+        dim = self.private_model.dim
+        if self.warmup is None:
+            return
+        found = self._warmup_result
+        if self._view.whitened:
+            with self._changing_settings():
+                self.clip_bound = float(found.clip)
+            sds = np.ones(dim)
+        else:
+            sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
+        walk = self.proposal == "random_walk"  # the others move one coordinate at a time
+        length = float(np.linalg.norm(sds) if walk else np.max(sds))
+        noise_per_scale = 2.0 * self.clip_bound * self.noise_multiplier * length
+        scaling = min(2.38 / np.sqrt(dim) if walk else 2.38, 1.0 / noise_per_scale)
+        self._set_proposal_shape(None if self._S_given else sds, scaling)

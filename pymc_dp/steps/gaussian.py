@@ -71,10 +71,19 @@ class GaussianPrivateStep(PrivateStep):
                 "read."
             )
 
+    def _mu_chain_start(self) -> float:
+        """μ of the releases a chain makes once, before its first iteration (default none)."""
+        return 0.0
+
     def _start_chain_accounting(self) -> None:
         self._mu_chain = 0.0
+        self._mu_pending = self._mu_chain_start()
 
     def _iteration_privacy_stats(self) -> dict:
-        mu = self._mu_per_iteration()
+        # The first iteration of a chain also reports what the chain released once before
+        # it (warm-up, a start gradient): summed over a chain this is the reservation
+        # exactly, so the trace alone gives the run's cost.
+        mu = self._mu_per_iteration() + self._mu_pending
+        self._mu_pending = 0.0
         self._mu_chain += mu
         return {"dp_mu": mu, "dp_mu_chain": self._mu_chain, "dp_delta": self.delta}

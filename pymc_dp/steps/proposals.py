@@ -53,7 +53,10 @@ class TunedProposal:
             raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
         self.tune_interval = check_int(tune_interval, "tune_interval")
         self.proposal = proposal
-        self.scaling = np.atleast_1d(check_positive(scaling, "scaling")).astype(float)
+        # scaling=None: the step chooses the first scale itself (from its warm-up)
+        self._scaling_given = scaling is not None
+        scaling = 1.0 if scaling is None else check_positive(scaling, "scaling")
+        self.scaling = np.atleast_1d(scaling).astype(float)
 
     def _init_proposal(self, S, dim: int) -> None:
         S = np.ones(dim) if S is None else np.asarray(S, dtype=float)
@@ -72,6 +75,13 @@ class TunedProposal:
         self.scaling = self._untuned_scaling.copy()
         self.steps_until_tune = self.tune_interval
         self.accepted_sum = 0
+
+    def _set_proposal_shape(self, S: np.ndarray | None, scaling: float | None) -> None:
+        """Set the proposal sds and first scale chosen for this chain (public values)."""
+        if S is not None:
+            self.S = np.asarray(S, dtype=float)
+        if scaling is not None and not self._scaling_given:
+            self.scaling = np.atleast_1d(float(scaling))
 
     def _start_proposal_chain(self) -> None:
         # The guided walk's initial directions come from the chain's generator.

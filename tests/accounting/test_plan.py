@@ -11,7 +11,7 @@ from pymc_dp.accounting.plan import WarmupPlan
 def test_the_warmup_spends_exactly_its_share_of_the_chain(plan):
     chain_mu = 0.02
     zs = plan.noise_multipliers(chain_mu)
-    assert zs.shape == (plan.iterations, 3)
+    assert zs.shape == (plan.iterations, 4)
     assert np.isclose(np.sum(1.0 / (2.0 * zs**2)), plan.share * chain_mu)
     events = plan.events(chain_mu)
     assert np.isclose(sum(e.mu for e in events), plan.share * chain_mu)
@@ -27,7 +27,7 @@ def test_later_iterations_get_more_of_the_budget():
 @pytest.mark.parametrize(
     "kwargs",
     [{"share": 0.0}, {"share": 1.0}, {"iterations": 0}, {"iterations": True},
-     {"quantile": 1.0}, {"growth": 0.5}, {"split": (0.1, 0.9)}],
+     {"quantile": 1.0}, {"growth": 0.5}, {"split": (0.1, 0.9)}, {"split": (0.1, 0.6, 0.3)}],
 )
 def test_bad_plans_are_refused(kwargs):
     with pytest.raises(ValueError):

@@ -109,7 +109,7 @@ def test_laplace_warmup_recovers_a_gaussian_posterior_at_low_noise():
     res = laplace_warmup(
         np.random.default_rng(4), np.array([-5.0]), lambda q: (y - q)[:, None],
         lambda q: -0.01 * q, lambda q: prec, quantile=0.99,
-        noise_multipliers=np.tile([1.0, 0.05, 0.05], (10, 1)),
+        noise_multipliers=np.tile([1.0, 0.05, 1.0, 0.05], (10, 1)),
     )
     assert abs(res.mean[0] - post_mean) < 0.2 * post_sd
     assert abs(1 / np.sqrt(res.hessian[0, 0]) / post_sd - 1) < 0.1

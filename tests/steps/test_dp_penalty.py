@@ -47,7 +47,7 @@ def test_calibration_spends_the_whole_budget_and_no_more(conjugate):
     model, *_ = conjugate
     eps, delta = 0.5, 1e-4
     with model:
-        step = pymc_dp.DPPenalty(eps=eps, delta=delta, clip_bound=2.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=eps, delta=delta, clip_bound=2.0, warmup=False, chains=2)
         idata = pymc_dp.sample(step=step, draws=200, tune=100, chains=2, random_seed=1, **SAMPLE)
     z_expected = np.sqrt(2 * 300 / (2 * max_gaussian_mu(eps, delta)))
     np.testing.assert_allclose(idata.sample_stats["noise_multiplier"], z_expected, rtol=1e-9)
@@ -72,7 +72,7 @@ def test_the_step_hands_its_calibrated_noise_to_the_kernel(conjugate, monkeypatc
     monkeypatch.setattr(module, "penalty_transition", spy)
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, delta=1e-5, clip_bound=2.0, chains=1)
+        step = pymc_dp.DPPenalty(eps=1.0, delta=1e-5, clip_bound=2.0, warmup=False, chains=1)
         pm.sample(draws=50, tune=50, chains=1, step=step, random_seed=0, **SAMPLE)
     z = np.sqrt(100 / (2 * max_gaussian_mu(1.0, 1e-5)))
     assert len(seen) == 100
@@ -82,7 +82,7 @@ def test_the_step_hands_its_calibrated_noise_to_the_kernel(conjugate, monkeypatc
 def test_small_epsilon_runs_and_never_reports_more_than_requested(conjugate):
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=0.1, clip_bound=1.0, proposal="guided", chains=2)
+        step = pymc_dp.DPPenalty(eps=0.1, clip_bound=1.0, warmup=False, proposal="guided", chains=2)
         idata = pymc_dp.sample(step=step, draws=100, tune=100, chains=2, random_seed=2, **SAMPLE)
     report = pymc_dp.privacy_report(idata)
     assert report.epsilon <= 0.1 and np.all(np.isfinite(idata.posterior["mu"]))
@@ -94,13 +94,13 @@ def test_same_seed_same_draws(conjugate):
     runs = []
     for _ in range(2):
         with model:
-            step = pymc_dp.DPPenalty(eps=2.0, clip_bound=2.0, proposal="guided", chains=2)
+            step = pymc_dp.DPPenalty(eps=2.0, clip_bound=2.0, warmup=False, proposal="guided", chains=2)
             runs.append(
                 pymc_dp.sample(step=step, draws=100, tune=50, chains=2, random_seed=42, **SAMPLE)
             )
     np.testing.assert_array_equal(runs[0].posterior["mu"], runs[1].posterior["mu"])
     with model:
-        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=2.0, proposal="guided", chains=2)
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=2.0, warmup=False, proposal="guided", chains=2)
         other = pymc_dp.sample(step=step, draws=100, tune=50, chains=2, random_seed=43, **SAMPLE)
     assert not np.array_equal(runs[0].posterior["mu"], other.posterior["mu"])
 
@@ -124,7 +124,7 @@ def test_a_spent_step_refuses_a_second_run_before_reading_data(conjugate, monkey
     model, *_ = conjugate
     calls = _count_data_reads(monkeypatch)
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False, chains=2)
         pm.sample(draws=30, tune=0, chains=2, step=step, random_seed=0, **SAMPLE)
         reads = calls["n"]
         assert reads == 2 * 31  # one cached start + one per iteration, per chain
@@ -139,7 +139,7 @@ def test_more_chains_than_planned_are_refused(conjugate, monkeypatch):
     model, *_ = conjugate
     calls = _count_data_reads(monkeypatch)
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False, chains=2)
         with pytest.raises(PrivacyBudgetExceeded, match="planned for 2 chain"):
             pm.sample(draws=20, tune=0, chains=3, step=step, random_seed=0, **SAMPLE)
     # Refused before the first chain (issue 12, 10d): chains 0-1 did not spend the budget
@@ -153,7 +153,7 @@ def test_plain_pm_sample_assumes_pymcs_default_chain_count(conjugate):
 
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False)
         assert step.planned_chains == pymc_default_chains()
         idata = pm.sample(draws=20, tune=10, step=step, random_seed=0, **SAMPLE)
     assert idata.posterior.sizes["chain"] == pymc_default_chains()
@@ -165,10 +165,10 @@ def test_fixed_noise_chain_longer_than_the_budget_is_refused(conjugate):
     eps, delta, z = 1.0, 1e-5, 30.0
     k_max = max_iterations(eps, delta, 1 / (2 * z**2))
     with model:
-        ok = pymc_dp.DPPenalty(eps=eps, delta=delta, clip_bound=2.0, noise_multiplier=z, chains=1)
+        ok = pymc_dp.DPPenalty(eps=eps, delta=delta, clip_bound=2.0, warmup=False, noise_multiplier=z, chains=1)
         pm.sample(draws=k_max, tune=0, chains=1, step=ok, random_seed=0, **SAMPLE)
         too_long = pymc_dp.DPPenalty(
-            eps=eps, delta=delta, clip_bound=2.0, noise_multiplier=z, chains=1
+            eps=eps, delta=delta, clip_bound=2.0, warmup=False, noise_multiplier=z, chains=1
         )
         with pytest.raises(PrivacyBudgetExceeded):
             pm.sample(draws=k_max + 1, tune=0, chains=1, step=too_long, random_seed=0, **SAMPLE)
@@ -177,7 +177,7 @@ def test_fixed_noise_chain_longer_than_the_budget_is_refused(conjugate):
 def test_budget_guard_holds_across_worker_processes(conjugate):
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False, chains=2)
         idata = pm.sample(draws=20, tune=10, chains=2, cores=2, step=step, random_seed=0,
                           progressbar=False, compute_convergence_checks=False)
         assert idata.posterior.sizes["chain"] == 2
@@ -193,7 +193,7 @@ def test_budget_guard_holds_across_worker_processes(conjugate):
 def test_more_chains_than_planned_in_parallel_are_refused(conjugate):
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False, chains=2)
         with pytest.raises(PrivacyBudgetExceeded, match="planned for 2 chain"):
             pm.sample(draws=20, tune=10, chains=3, cores=2, step=step, random_seed=0,
                       progressbar=False, compute_convergence_checks=False)
@@ -205,7 +205,7 @@ def test_more_chains_than_planned_in_parallel_are_refused(conjugate):
 def test_step_outside_a_planned_chain_is_refused(conjugate):
     model, *_ = conjugate
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False)
     with pytest.raises(PrivacyBudgetExceeded, match="setup_chain"):
         step.step(model.initial_point())
 
