@@ -1,0 +1,151 @@
+"""The private warm-up of DPPenalty and DPHMC (pymc_dp.steps.warmup): only eps needed.
+
+What it must do: run with only ``eps``, recover the exact posterior when ε is large, spend
+exactly what its ledger events say (the warm-up included) and never more than the budget,
+and let every setting the user gives win.
+"""
+
+import json
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+import pymc_dp.kernels.warmup as warmup_kernel
+
+from pymc_dp.accounting.gaussian import max_gaussian_mu
+from pymc_dp.steps.warmup import DEFAULT_WARMUP
+
+SAMPLE = dict(progressbar=False, random_seed=3)
+STEPS = [pymc_dp.DPPenalty, pymc_dp.DPHMC]
+
+
+def regression(n=4000, seed=0):
+    """Logistic regression with covariates on different scales (sd 1 and 5)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2)) * [1.0, 5.0]
+    y = rng.uniform(size=n) < 1 / (1 + np.exp(-(-0.5 + x @ [1.0, 0.3])))
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 10)
+        b = pm.Normal("b", 0, 10, shape=2)
+        pm.Bernoulli("y", logit_p=a + x @ b, observed=y)
+    return model
+
+
+@pytest.fixture(scope="module")
+def regression_reference():
+    model = regression()
+    with model:
+        ref = pm.sample(500, tune=500, chains=2, random_seed=1, progressbar=False,
+                        compute_convergence_checks=False)
+    return {v: ref.posterior[v].values.reshape(1000, -1) for v in ("a", "b")}
+
+
+@pytest.mark.parametrize("step_class", STEPS)
+def test_only_eps_recovers_the_exact_posterior_at_large_eps(step_class, regression_reference):
+    # Covariates on different scales: the warm-up's metric must suit all coordinates.
+    # Without the warm-up this model does not even run (no clip bound is given).
+    model = regression()
+    with model:
+        idata = pymc_dp.sample(step=step_class(eps=1e5, chains=2), draws=300, tune=100,
+                               chains=2, **SAMPLE)
+    for name, ref in regression_reference.items():
+        draws = idata.posterior[name].values.reshape(600, -1)
+        error = np.abs(draws.mean(0) - ref.mean(0)) / ref.std(0)
+        ratio = draws.std(0) / ref.std(0)
+        assert np.all(error < 1.0), (name, error)
+        assert np.all((ratio > 0.4) & (ratio < 2.0)), (name, ratio)
+
+
+def _spy_on_warmup_releases(monkeypatch):
+    """Record μ = 1/(2z²) of every release the warm-up kernel makes."""
+    spent = []
+    histogram, noisy_sum, moments = (
+        warmup_kernel.noisy_histogram, warmup_kernel._noisy_sum, warmup_kernel.noisy_moments
+    )
+
+    def spy_histogram(rng, values, *, noise_multiplier, **kw):
+        spent.append(1 / (2 * noise_multiplier**2))
+        return histogram(rng, values, noise_multiplier=noise_multiplier, **kw)
+
+    def spy_sum(rng, clipped, clip, noise_multiplier):
+        spent.append(1 / (2 * noise_multiplier**2))
+        return noisy_sum(rng, clipped, clip, noise_multiplier)
+
+    def spy_moments(rng, grads, *, clip, grad_noise_multiplier, outer_noise_multiplier):
+        spent.append(1 / (2 * outer_noise_multiplier**2))
+        return moments(rng, grads, clip=clip, grad_noise_multiplier=grad_noise_multiplier,
+                       outer_noise_multiplier=outer_noise_multiplier)
+
+    monkeypatch.setattr(warmup_kernel, "noisy_histogram", spy_histogram)
+    monkeypatch.setattr(warmup_kernel, "_noisy_sum", spy_sum)
+    monkeypatch.setattr(warmup_kernel, "noisy_moments", spy_moments)
+    return spent
+
+
+@pytest.mark.parametrize("step_class", STEPS)
+def test_the_warmup_spends_what_the_ledger_reserved_and_the_run_its_budget(
+    step_class, monkeypatch, make_conjugate
+):
+    # Every noise multiplier the warm-up kernel draws with, summed as μ = 1/(2z²) (d
+    # coordinate histograms of one release count 1/d each), must equal the warm-up events
+    # of the ledger, which are the plan's share of the chain: a release made twice, or with
+    # less noise than planned, breaks the equality. The run as a whole costs exactly ε.
+    spent = _spy_on_warmup_releases(monkeypatch)
+    model, *_ = make_conjugate(n=500)
+    eps, delta = 1.0, 1e-4
+    with model:
+        step = step_class(eps=eps, delta=delta, chains=1)
+        idata = pymc_dp.sample(step=step, draws=30, tune=0, chains=1, **SAMPLE)
+    report = json.loads(idata.attrs["dp_report"])
+    text = json.dumps(report)
+    assert "warm-up clipped outer product" in text and "warm-up spread histogram" in text
+    chain_mu = max_gaussian_mu(eps, delta)
+    planned = DEFAULT_WARMUP.share * chain_mu
+    assert sum(spent) == pytest.approx(planned, rel=1e-6)
+    assert idata.attrs["dp_epsilon"] == pytest.approx(eps, rel=1e-6)
+    assert idata.attrs["dp_epsilon"] <= eps
+    # the trace alone gives the cost: the first draw carries the warm-up's μ
+    mu = idata.sample_stats["dp_mu"].values[0]
+    assert mu[0] > planned > mu[1]
+    assert mu.sum() == pytest.approx(chain_mu, rel=1e-9)
+
+
+def test_settings_the_user_gives_win(make_conjugate):
+    model, *_ = make_conjugate(n=500)
+    with model:
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=1.5, S=[0.3], scaling=0.5, chains=1)
+        idata = pymc_dp.sample(step=step, draws=10, tune=0, chains=1, **SAMPLE)
+    stats = idata.sample_stats
+    np.testing.assert_array_equal(stats["clip_bound"].values, 1.5)
+    np.testing.assert_array_equal(stats["scaling"].values, 0.5)
+    np.testing.assert_array_equal(step.S, [0.3])
+    # the warm-up still ran (start point), and is in the ledger
+    assert "warm-up clipped gradient" in idata.attrs["dp_report"]
+
+
+def test_without_a_warmup_the_sampler_gets_the_whole_budget(make_conjugate):
+    model, *_ = make_conjugate(n=500)
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.5, warmup=False, chains=1)
+        idata = pymc_dp.sample(step=step, draws=10, tune=0, chains=1, **SAMPLE)
+    assert "warm-up" not in idata.attrs["dp_report"]
+    assert idata.attrs["dp_epsilon"] == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(warmup=False), dict(S=[1.0]), dict(warmup="yes")]
+)
+def test_missing_or_contradictory_settings_fail_before_the_model_is_read(
+    kwargs, monkeypatch, make_conjugate
+):
+    import pymc_dp.steps.base as base
+
+    def must_not_run(*args, **kw):
+        raise AssertionError("the model was read before the arguments were checked")
+
+    monkeypatch.setattr(base, "PrivateModel", must_not_run)
+    model, *_ = make_conjugate(n=50)
+    with model, pytest.raises(ValueError, match="clip_bound|warmup"):
+        pymc_dp.DPPenalty(eps=1.0, **kwargs)
