@@ -1042,10 +1042,8 @@ class PrivateModel:
         # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
         # in that metric just the same.
         basis = pt.matrix("basis", dtype=q.dtype)
-        columns = [
-            sum(columns[i] * basis[i, k] for i in range(len(columns)))
-            for k in range(len(columns))
-        ]
+        transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
+        columns = [transformed[:, k] for k in range(len(columns))]
         self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
         clipped = clipped_row_sum(columns, bound)
         chosen = "forward" if reverse is None else "reverse"

@@ -222,7 +222,7 @@ def _intermediate_sizes(pmodel, q):
     pmodel.compile_gradients()
     inputs, outputs, _ = pmodel._clipped_gradient_graph(pmodel.gradient_method)
     fn = pytensor.function(inputs, outputs, mode=mode)
-    result = fn(q, np.float64(1.0), *pmodel._data_values)
+    result = fn(q, np.float64(1.0), np.eye(pmodel.dim), *pmodel._data_values)
     np.testing.assert_allclose(result[0], pmodel.clipped_gradient(q, 1.0)[0], rtol=1e-10)
     return sizes
 

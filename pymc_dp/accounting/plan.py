@@ -34,8 +34,10 @@ class WarmupPlan:
     quantile : float
         The quantile of the per-datum gradient norms that sets the clip bound.
     growth : float
-        Iteration t gets a share of the warm-up's μ proportional to ``growth**t``: early
-        iterations only need to get close, the last one sets the mode.
+        Iteration t ≥ 1 gets a share of the warm-up's μ proportional to ``growth**t``:
+        early iterations only need to get close, the last one sets the mode. The first
+        iteration, which only measures the scales that set the metric of all others, gets
+        as much as the last.
     split : tuple of four floats
         Shares of each iteration's μ for the two histograms, the gradient and the outer
         product, in the order of :meth:`events`.
@@ -69,6 +71,7 @@ class WarmupPlan:
         """Rows ``(z_norms, z_gradient, z_spread, z_outer)``, one per iteration, spending
         :meth:`mu` in all (each release costs 1/(2z²))."""
         weights = self.growth ** np.arange(self.iterations)
+        weights[0] = weights[-1]  # the first iteration sets the metric the others work in
         per_iteration = self.mu(chain_mu) * weights / weights.sum()
         split = np.asarray(self.split) / sum(self.split)
         return np.sqrt(1.0 / (2.0 * np.outer(per_iteration, split)))

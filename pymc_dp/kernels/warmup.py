@@ -360,7 +360,7 @@ def laplace_warmup(
     noise_floor: float = 1.0,
     shape_floor: float = 0.05,
     max_change: float = 10.0,
-    trust_radius: float = 100.0,
+    trust_radius: float = 1e4,
     grid: np.ndarray = DEFAULT_GRID,
 ) -> LaplaceWarmup:
     """Noisy Fisher scoring from ``q0``: four Gaussian releases per iteration.
@@ -398,17 +398,19 @@ def laplace_warmup(
     q = np.asarray(q0, dtype=float).copy()
     d = q.size
     clip = shape = None
+    targets = []  # (Newton target, weight of its gradient release, step length in sds)
+    damping, last_decrement = 1.0, np.inf
     for t, (z_norms, z_grad, z_spread, z_outer) in enumerate(zs):
         grads = np.asarray(grads_fn(q), dtype=float)
         n = len(grads)
         if t == 0:
-            # No metric yet: scale each coordinate by its own quantile (a middle one: it
-            # only sets the scale, and its count dwarfs the noise), times √n: a curvature
+            # No metric yet: scale each coordinate by its own median (it only sets the
+            # scale, and its count dwarfs the noise), times √n: a curvature
             # sums n data, so this metric is roughly the posterior's. This release and the
             # norms' share the iteration's norm budget: √2 z each, 1/(2z²) together.
             z_norms = z_norms * np.sqrt(2.0)
             scales = noisy_scales(
-                rng, grads, quantile=0.9, noise_multiplier=z_norms, grid=grid[::2]
+                rng, grads, quantile=0.5, noise_multiplier=z_norms, grid=grid[::2]
             )
             w = np.diag(1.0 / (scales * np.sqrt(n)))
             level_grid = grid
@@ -424,8 +426,10 @@ def laplace_warmup(
         )
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
         spread = grads - grad_sum / n  # centred at a released mean: still one row per datum
+        # (the curvature sums squares, dominated by the tail: clipped at a middle quantile
+        # it would be far too small, and the step would overshoot)
         spread_clip = noisy_quantile(
-            rng, row_norms(spread), quantile=level, noise_multiplier=z_spread, grid=level_grid
+            rng, row_norms(spread), quantile=quantile, noise_multiplier=z_spread, grid=level_grid
         )
         moments = noisy_moments(
             rng, spread, clip=spread_clip, grad_noise_multiplier=None,
@@ -438,13 +442,51 @@ def laplace_warmup(
         # the shape passed on (next metric, result) is floored lower, so a direction the
         # noise hid comes out wider, not narrower: the next iteration then sees it better
         # (a too-narrow direction would be clipped harder and hidden again).
-        h_step = curvature(moments, prior_white, noise_floor=noise_floor)
+        # Damping: the spread's outer product plus λ times the released mean's, ḡḡᵀ·n
+        # (λ = 1: the uncentred outer product, BHHH, without its noise). Far from the mode
+        # the mean's part damps the step along the gradient, where the spread can misjudge
+        # the curvature (a scale parameter while residuals are large); λ shrinks while the
+        # Newton decrement gᵀH⁻¹g (a scale-free distance to the mode) falls, and grows back
+        # when it rises (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
+        # The shape (the next metric, and the result) has no damping: it is the spread's.
         h_shape = curvature(moments, prior_white, noise_floor=shape_floor)
+        h_step = curvature(moments, prior_white, noise_floor=noise_floor)
+        decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
+        if t > 1:
+            damping = damping / 4 if decrement < last_decrement else min(1.0, damping * 4)
+        last_decrement = decrement
+        h_step = h_step + damping * np.outer(grad_sum, grad_sum) / n
         if t > 0:  # the first metric is a guess from scales alone: let it move freely
             h_shape = _clamp_eigenvalues(h_shape, max_change)
-        q = q + w.T @ newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
         w_inv = np.linalg.inv(w)
+        if t > 0:
+            # (The first iteration only measures: a Newton step in the guessed metric
+            # can overshoot by orders of magnitude.)
+            step = newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
+            q = q + w.T @ step
+            targets.append((q, 1.0 / z_grad**2, float(np.sqrt(step @ h_step @ step))))
         shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
         w = whitening(shape)
-    return LaplaceWarmup(mean=q, hessian=shape, clip=clip, iterations=len(zs))
+    return LaplaceWarmup(
+        mean=_converged_mean(targets, q), hessian=shape, clip=clip, iterations=len(zs)
+    )
+
+
+def _converged_mean(targets, last: np.ndarray, near: float = 3.0) -> np.ndarray:
+    """The precision-weighted mean of the Newton targets since the steps became short.
+
+    Once the iterates are within a few posterior sds of the mode (steps of at most
+    ``near`` sds), every Newton target is an estimate of the mode with its own, independent
+    release noise; weighting them by their gradient release's precision (1/z²) uses the
+    budget of all these iterations, not only the last one's. Post-processing.
+    """
+    tail = []
+    for target in reversed(targets):
+        if target[2] > near:
+            break
+        tail.append(target)
+    if not tail:
+        return last
+    weights = np.array([w for _, w, _ in tail])
+    return np.sum([w * q for q, w, _ in tail], axis=0) / weights.sum()

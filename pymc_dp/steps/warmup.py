@@ -33,9 +33,9 @@ from pymc_dp.kernels.warmup import LaplaceWarmup, laplace_warmup, whitening
 
 __all__ = ["AffineView", "PrivateWarmup", "DEFAULT_WARMUP"]
 
-#: The default warm-up: half of each chain's μ over eight noisy Fisher-scoring iterations,
+#: The default warm-up: half of each chain's μ over twelve noisy Fisher-scoring iterations,
 #: clip bounds at the 0.999 quantile (see docs/private-mcmc.md, "Settings chosen privately").
-DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=8, quantile=0.999, growth=1.5)
+DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=12, quantile=0.999, growth=1.3)
 
 
 class AffineView:
