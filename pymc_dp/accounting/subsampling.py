@@ -168,9 +168,18 @@ CALIBRATION_ORDERS = tuple(range(2, 33)) + (40, 48, 56, 63, 128, 512, 1024)
 
 @lru_cache(maxsize=128)  # a pure function of public numbers: reuse it across steps and chains
 def subsampled_noise_multiplier(
-    eps: float, delta: float, sampling_rate: float, releases: int, *, neighbouring="replace_one"
+    eps: float,
+    delta: float,
+    sampling_rate: float,
+    releases: int,
+    *,
+    neighbouring="replace_one",
+    fixed=(),
 ) -> tuple[float, int]:
     """Calibrate z so that ``releases`` subsampled Gaussian releases cost at most (ε, δ).
+
+    ``fixed``: events spent besides them (e.g. a warm-up's Gaussian releases), composed with
+    them in every query, so that all together cost at most (ε, δ).
 
     Each release adds ``N(0, (z·Δ)²)`` to a statistic of sensitivity Δ computed on a batch
     drawn without replacement at rate ``sampling_rate`` (replace-one neighbours), accounted
@@ -229,7 +238,7 @@ def subsampled_noise_multiplier(
                 count=releases,
                 neighbouring=neighbouring,
             )
-        ]
+        ] + list(fixed)
 
     def excess(log_z):  # > 0: too little noise
         nonlocal queries

@@ -53,6 +53,7 @@ from pymc.step_methods.compound import Competence
 from pymc.util import get_state_from_generator
 
 from pymc_dp.accounting.events import Event
+from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
@@ -204,6 +205,15 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             "delta": self.delta,
             "planned_chains": self.planned_chains,
         }
+
+    def _chain_mu_allotment(self, chains: int) -> float:
+        """The Gaussian μ one of ``chains`` equal chains may spend: (ε, δ) → μ_max, split
+        evenly (ALGORITHMS.md, "Gaussian compositions are exact").
+
+        Less a relative 1e-12, so that rounding in the ledger's sum over chains can never
+        take the run over the budget.
+        """
+        return max_gaussian_mu(self.epsilon, self.delta) / chains * (1 - 1e-12)
 
     # ------------------------------------------------------------------ copies and state
     def __getstate__(self):

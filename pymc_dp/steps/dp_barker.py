@@ -90,7 +90,7 @@ class DPBarker(SubsampledPrivateStep):
     """
 
     name = "dp_barker"
-    privacy_settings = ("noise_variance",)
+    privacy_settings = ("noise_variance", "_batch_choices")
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -105,12 +105,12 @@ class DPBarker(SubsampledPrivateStep):
         *,
         eps: float,
         delta: float | None = None,
-        batch_size: int,
+        batch_size: int | None = None,
         tempering: float = 1.0,
         noise_variance: float = BARKER_NOISE_VARIANCE,
         proposal: str = "random_walk",
         S=None,
-        scaling: float = 1.0,
+        scaling: float | None = None,
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -121,7 +121,8 @@ class DPBarker(SubsampledPrivateStep):
         rng=None,
     ):
         _check_noise_variance(noise_variance)
-        if check_int(batch_size, "batch_size") < MIN_BARKER_BATCH:
+        self._auto_batch = batch_size is None
+        if not self._auto_batch and check_int(batch_size, "batch_size") < MIN_BARKER_BATCH:
             raise ValueError(
                 f"DPBarker needs batch_size >= {MIN_BARKER_BATCH}: its accountant (thesis "
                 f"Theorem 7) needs an integer RDP order 2 < α < b/5; got {batch_size}"
@@ -146,7 +147,8 @@ class DPBarker(SubsampledPrivateStep):
             rng=rng,
         )
         self._vcorr = load_vcorr()
-        if self.max_iterations() < 1:
+        self._batch_choices: dict[tuple[int, int], tuple[int | None, int]] = {}
+        if not self._auto_batch and self.max_iterations() < 1:
             cost = PrivacyLedger(self._chain_events(1)).epsilon(self.delta)
             raise ValueError(
                 f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for "
@@ -157,6 +159,40 @@ class DPBarker(SubsampledPrivateStep):
 
     def public_settings(self) -> dict[str, Any]:
         return {**super().public_settings(), "noise_variance": self.noise_variance}
+
+    def _default_batch_size(self, n: int) -> int:
+        # Provisional: the smallest batch the accountant admits. The batch is chosen for
+        # the run's length when the run is planned (_calibrate).
+        return MIN_BARKER_BATCH
+
+    def _choose_batch_size(self, iterations: int, chains: int) -> None:
+        """The largest batch whose budget still pays for ``chains`` chains of ``iterations``.
+
+        A larger batch makes the test statistic less noisy but costs more privacy per
+        iteration; the run's length is fixed, so the largest batch that fits spends the
+        budget best. A function of public numbers (ε, δ, n, the run's length).
+        """
+        n = self.private_model.n_data
+        key = (iterations, chains)
+        if key not in self._batch_choices:
+            self._batch_choices[key] = _largest_batch(
+                lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains,
+                iterations,
+                n,
+            )
+        chosen, most = self._batch_choices[key]
+        if chosen is None:
+            raise PrivacyBudgetExceeded(
+                f"The budget ε = {self.epsilon:.4g}, δ = {self.delta:.3g} buys at most about "
+                f"{most} DP Barker iterations per chain over {chains} chain(s) with any batch "
+                f"size for n = {n} (thesis Theorem 7); the run asks for {iterations} per chain "
+                "(tuning included). Run shorter chains (e.g. pymc_dp.sample picks the length "
+                "from the budget when draws and tune are not given), fewer chains, or give a "
+                "larger budget. No data was read."
+            )
+        with self._changing_settings():
+            self.batch_size = chosen
+            self.sampling_rate = chosen / n
 
     def max_iterations(self) -> int:
         """The most iterations, over all chains and tuning, that the whole budget allows."""
@@ -171,6 +207,8 @@ class DPBarker(SubsampledPrivateStep):
         # max_iterations() // chains of them, and the step runs at most `chains` chains over
         # its life. Checked before the chain reads any data; the guard then reserves the
         # chain's actual releases against the budget.
+        if self._auto_batch:
+            self._choose_batch_size(iterations, chains)
         allowed = self.max_iterations()
         per_chain = allowed // chains
         if iterations > per_chain:
@@ -224,6 +262,33 @@ class DPBarker(SubsampledPrivateStep):
             "dp_noise_variance": self.noise_variance,
         }
         return q_new, stats
+
+
+def _largest_batch(iterations_allowed, iterations: int, n: int) -> tuple[int | None, int]:
+    """The largest batch (within 2 %) that allows ``iterations`` (None if none does), and
+    the most iterations any batch allows (about).
+
+    The iterations a budget allows rise with the batch at first (larger batches admit
+    higher RDP orders, thesis Theorem 7) and then fall (less amplification by
+    subsampling): find the rise by doubling, then bisect the fall in log space.
+    """
+    b, allowed = MIN_BARKER_BATCH, iterations_allowed(MIN_BARKER_BATCH)
+    while 2 * b <= n:
+        more = iterations_allowed(2 * b)
+        if more < allowed:
+            break
+        b, allowed = 2 * b, more
+    if allowed < iterations:
+        return None, allowed
+    if iterations_allowed(n) >= iterations:
+        return n, allowed
+    lo, hi = b, n  # fits at lo, not at hi
+    while hi > 1.02 * lo:
+        mid = int(round(math.sqrt(lo * hi)))
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if iterations_allowed(mid) >= iterations else (lo, mid)
+    return lo, allowed
 
 
 def _check_noise_variance(value) -> None:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from pymc_dp.accounting.gaussian import gaussian_epsilon, max_gaussian_mu
+from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.steps.base import PrivateStep
 
@@ -32,14 +32,6 @@ class GaussianPrivateStep(PrivateStep):
     def _mu_per_iteration(self) -> float:
         """μ = Σ 1/(2 z²) over the releases of one iteration, at the current noise."""
         raise NotImplementedError
-
-    def _chain_mu_allotment(self, chains: int) -> float:
-        """The μ one of ``chains`` equal chains may spend: (ε, δ) → μ_max, split evenly.
-
-        Less a relative 1e-12, so that rounding in the ledger's sum over chains can never
-        take the run over the budget.
-        """
-        return max_gaussian_mu(self.epsilon, self.delta) / chains * (1 - 1e-12)
 
     def _cost(self, iterations: int, chains: int = 1) -> float:
         """ε of ``chains`` chains of ``iterations`` at the current noise (inf if μ overflows)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,11 +16,12 @@ from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.minibatch_penalty import minibatch_penalty_transition
 from pymc_dp.accounting.validation import check_positive
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
+from pymc_dp.steps.warmup import PrivateWarmup
 
 __all__ = ["MinibatchDPPenalty"]
 
 
-class MinibatchDPPenalty(SubsampledPrivateStep):
+class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     r"""Differentially private Metropolis–Hastings by the penalty method on random batches.
 
     Each iteration proposes θ', draws a batch B of ``batch_size`` rows without replacement
@@ -86,12 +90,16 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
     """
 
     name = "minibatch_dp_penalty"
-    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations")
+    privacy_settings = (
+        "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations", "warmup"
+    )
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
         "scaling": (np.float64, []),
+        "clip_bound": (np.float64, []),
         "dp_noise_multiplier": (np.float64, []),
+        "dp_warmup_mu": (np.float64, []),
         **SUBSAMPLED_PRIVACY_STATS,
     }
 
@@ -101,13 +109,14 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
         *,
         eps: float,
         delta: float | None = None,
-        batch_size: int,
-        clip_bound: float,
+        batch_size: int | None = None,
+        clip_bound: float | None = None,
         tempering: float = 1.0,
         proposal: str = "random_walk",
         noise_multiplier: float | None = None,
         S=None,
-        scaling: float = 1.0,
+        scaling: float | None = None,
+        warmup=True,
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -117,7 +126,15 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.clip_bound = check_positive(clip_bound, "clip_bound")
+        hand_clipped = clip_bound is not None
+        if not hand_clipped and (warmup is False or S is not None):
+            raise ValueError(
+                "MinibatchDPPenalty chooses clip_bound privately in its warm-up, in the "
+                "warm-up's own coordinates. Give clip_bound too when you give S (both in θ's "
+                "units), and when you turn the warm-up off (warmup=False)."
+            )
+        self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
+        self._init_warmup(warmup, hand_clipped=hand_clipped)
         self._fixed_noise = noise_multiplier is not None
         self.noise_multiplier = (
             check_positive(noise_multiplier, "noise_multiplier") if self._fixed_noise else None
@@ -141,6 +158,7 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
             rng=rng,
         )
         self._calibrations: dict[tuple[int, int], float] = {}
+        self._check_warmup_model()
         if self._fixed_noise:
             cost = self._cost(1)
             if cost > self.epsilon:
@@ -153,8 +171,9 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
     def public_settings(self) -> dict[str, Any]:
         return {
             **super().public_settings(),
-            "clip_bound": self.clip_bound,
+            "clip_bound": "chosen privately per chain" if self._whiten else self.clip_bound,
             "noise_multiplier": self.noise_multiplier if self._fixed_noise else "calibrated",
+            "warmup": None if self.warmup is None else repr(self.warmup),
         }
 
     # ------------------------------------------------------------------ privacy plan
@@ -170,13 +189,23 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
             )
         ]
 
-    def _cost(self, releases: int) -> float:
-        return PrivacyLedger(self._events(releases)).epsilon(self.delta)
+    def _cost(self, releases: int, chains: int = 1) -> float:
+        return PrivacyLedger(self._events(releases) + self._warmups(chains)).epsilon(self.delta)
+
+    def _warmups(self, chains: int) -> list:
+        """The warm-up events of ``chains`` chains."""
+        return [replace(e, count=e.count * chains) for e in self._warmup_events()]
+
+    def _default_batch_size(self, n: int) -> int:
+        # 10 √n (at least 100): the batch's share of the data, and with it the noise
+        # λ carries (∝ n/b), falls as n grows, while a batch stays cheap to read.
+        return int(min(n, max(100, math.ceil(10 * math.sqrt(n)))))
 
     def _calibrate(self, iterations: int, chains: int) -> None:
         releases = iterations * chains
+        self._warmup_mu = self._warmup_share() * self._chain_mu_allotment(chains)
         if self._fixed_noise:
-            cost = self._cost(releases)
+            cost = self._cost(releases, chains)
             if cost > self.epsilon:
                 raise PrivacyBudgetExceeded(
                     f"{chains} chain(s) of {iterations} iterations at noise multiplier "
@@ -188,37 +217,81 @@ class MinibatchDPPenalty(SubsampledPrivateStep):
         key = (iterations, chains)
         if key not in self._calibrations:
             # One root search over z for the whole planned run: every chain, tuning included.
+            # (the chains' warm-ups composed in: all releases together cost (ε, δ))
             z, _ = subsampled_noise_multiplier(
-                self.epsilon, self.delta, self.sampling_rate, releases
+                self.epsilon, self.delta, self.sampling_rate, releases,
+                fixed=tuple(self._warmups(chains)),
             )
             self._calibrations[key] = z
         self.noise_multiplier = self._calibrations[key]
 
-    def _chain_events(self, iterations: int) -> list[SubsampledGaussianEvent]:
-        return self._events(iterations)
+    def _chain_events(self, iterations: int) -> list:
+        return self._warmup_events() + self._events(iterations)
+
+    def _start_chain(self) -> None:
+        super()._start_chain()
+        self._u = None
 
     # ------------------------------------------------------------------ sampling
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-        pmodel = self.private_model
-        proposal = self._propose(q)
-        q_new, logprior_new, info = minibatch_penalty_transition(
+        if self._u is None:
+            # First iteration of the chain: the warm-up (its releases) sets the start, the
+            # coordinates and the clip bound. (The base class guarantees that q is where
+            # the chain left off afterwards.)
+            self._u = self._view.u(self._warm_up(q))
+            self._choose_settings()
+        view, u = self._view, self._u
+        proposal = self._propose(u)
+        u_new, logprior_new, info = minibatch_penalty_transition(
             self.rng,
-            q,
-            self._logprior(q),
+            u,
+            self._logprior(u),
             proposal.q,
-            pmodel.loglik_rows,
-            pmodel.logprior,
-            n_data=pmodel.n_data,
+            view.loglik_rows,
+            view.logprior,
+            n_data=self.private_model.n_data,
             batch_size=self.batch_size,
             tempering=self.tempering,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
         )
-        self._after(proposal, q_new, logprior_new, info.accepted)
+        self._after(proposal, u_new, logprior_new, info.accepted)
+        self._u = u_new
         stats = {
             "accept": float(np.exp(min(info.log_accept, 0.0))),
             "accepted": float(info.accepted),
             "scaling": float(np.mean(self.scaling)),
+            "clip_bound": self.clip_bound,
             "dp_noise_multiplier": self.noise_multiplier,
+            "dp_warmup_mu": self._mu_warmup(),
         }
-        return q_new, stats
+        return view.theta(u_new), stats
+
+    def _logprior(self, u: np.ndarray) -> float:
+        # the cached prior, in the warm-up's coordinates
+        cache = self._logprior_cache
+        if cache is None or not np.array_equal(cache[0], u):
+            cache = (u.copy(), self._view.logprior(u))
+        return cache[1]
+
+    def _choose_settings(self) -> None:
+        """After the warm-up: its clip bound and proposal shape, unless given (as DPPenalty,
+        with the noise of λ: σ ≈ z·(n/b)·2·b_clip·‖u' − u‖ about 1 at the first scale)."""
+        if self.warmup is None:
+            return
+        dim = self.private_model.dim
+        if self._view.whitened:
+            with self._changing_settings():
+                self.clip_bound = float(self._warmup_result.clip)
+            sds = np.ones(dim)
+        else:
+            sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
+        walk = self.proposal == "random_walk"
+        length = float(np.linalg.norm(sds) if walk else np.max(sds))
+        n = self.private_model.n_data
+        noise_per_scale = (
+            self.noise_multiplier * (n * self.tempering / self.batch_size) * 2.0
+            * self.clip_bound * length
+        )
+        scaling = min(2.38 / np.sqrt(dim) if walk else 2.38, 1.0 / noise_per_scale)
+        self._set_proposal_shape(None if self._S_given else sds, scaling)

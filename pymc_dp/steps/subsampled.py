@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pymc_dp.accounting.barker import BarkerEvent
-from pymc_dp.accounting.events import Event, SubsampledGaussianEvent
+from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEvent
 from pymc_dp.accounting.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
 from pymc_dp.steps.base import PrivateStep
@@ -58,11 +58,11 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         *,
         eps: float,
         delta: float | None = None,
-        batch_size: int,
+        batch_size: int | None = None,
         tempering: float = 1.0,
         proposal: str = "random_walk",
         S=None,
-        scaling: float = 1.0,
+        scaling: float | None = None,
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -72,7 +72,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self.batch_size = check_int(batch_size, "batch_size")
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size")
         self.tempering = check_fraction(tempering, "tempering (T = n0/n)", include_one=True)
         self._check_proposal_args(proposal, scaling, tune_interval)
         super().__init__(
@@ -88,6 +88,8 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
             rng=rng,
         )
         n = self.private_model.n_data
+        if self.batch_size is None:  # n is public: a default from n reads no data
+            self.batch_size = self._default_batch_size(n)
         if self.batch_size > n:
             # n is public under replace-one neighbouring (it is not changed by a replacement).
             raise ValueError(
@@ -97,9 +99,14 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         # Compile the batch evaluation now: a model that cannot follow a batch of rows is
         # refused before any data is read.
         self.private_model.compile_rows()
+        self._S_given = S is not None
         self._init_proposal(S, self.private_model.dim)
         self._releases = 0
         self._logprior_cache: tuple[np.ndarray, float] | None = None
+
+    def _default_batch_size(self, n: int) -> int:
+        """The batch size when none is given (a function of the public n)."""
+        raise NotImplementedError
 
     def public_settings(self) -> dict[str, Any]:
         return {
@@ -172,5 +179,13 @@ def events_from_stats(stats) -> list[list[Event]] | None:
             )
         else:
             return None
-        chains.append([event])
+        events = [event]
+        warmup_mu = float(last.get("dp_warmup_mu", np.zeros(i + 1))[i])
+        if warmup_mu > 0:
+            # The warm-up's Gaussian releases compose to one of the same μ (exactly, in
+            # every accountant: Gaussian RDP curves add like μ).
+            events.append(
+                GaussianEvent(name="warm-up", noise_multiplier=(2.0 * warmup_mu) ** -0.5)
+            )
+        chains.append(events)
     return chains

@@ -66,6 +66,9 @@ class AffineView:
     def logprior(self, u: np.ndarray) -> float:
         return self.pmodel.logprior(self.theta(u))
 
+    def loglik_rows(self, u: np.ndarray, rows) -> np.ndarray:
+        return self.pmodel.loglik_rows(self.theta(u), rows)
+
     def clipped_gradient(self, u: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
         return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis)
 
