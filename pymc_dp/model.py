@@ -40,7 +40,6 @@ from pytensor.compile.rebuild import UnusedInputError
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
-from pytensor.gradient import jacobian
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
@@ -801,6 +800,9 @@ class PrivateModel:
         self._gradient_fn = None  # compiled on first use: see compile_gradients
         self._forward_gradient_fn = None  # reverse mode's fallback, compiled if ever needed
         self._gradient_rows_fn = None  # the warm-up's per-datum gradients (gradient_rows)
+        self._prior_gradient_fn = None
+        self._gradient_rows_graph = None
+        self._forward_columns = None
         self.gradient_method: str | None = None  # "reverse" or "forward", once compiled
         # on_unused_input: a per-datum pm.Data the likelihood does not read, or an observed
         # array PyTensor merged with an equal constant, is simply not needed.
@@ -1012,7 +1014,9 @@ class PrivateModel:
             if reverse is not None and not is_row_local(reverse.columns, rows, self.n_data):
                 reverse = None  # the graph that would run (copies set to zero) is not proven
             if reverse is None:
-                columns, dropped = forward_columns(self._per_datum_graph, q, self.dim), None
+                if self._forward_columns is None:  # built once: its proof is memoised too
+                    self._forward_columns = forward_columns(self._per_datum_graph, q, self.dim)
+                columns, dropped = self._forward_columns, None
             else:
                 columns, dropped = reverse.columns, reverse.dropped
             prior_grad = pt_grad(self._prior_graph, q, disconnected_inputs="ignore")
@@ -1036,8 +1040,7 @@ class PrivateModel:
             # through the clipped, noised statistics of pymc_dp.kernels.warmup).
             self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
             rows = pt.stack(columns, axis=1)
-            prior_hessian = jacobian(prior_grad, q)
-            return [q, *self._placeholders], [rows, prior_grad, prior_hessian], "forward"
+            return [q, *self._placeholders], [rows, prior_grad], "forward"
         # In the coordinates u of θ = θ_0 + B u (B public, the identity unless a warm-up
         # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
         # in that metric just the same.
@@ -1102,15 +1105,24 @@ class PrivateModel:
             )
         return clipped, prior_grad
 
-    def compile_gradient_rows(self) -> None:
-        """Compile :meth:`gradient_rows` now: a model without gradients is refused before
-        any data is read (:class:`~pymc_dp.errors.UnsupportedModelError`)."""
-        if self._gradient_rows_fn is None:
+    def check_gradient_rows(self) -> None:
+        """Build (not compile) the graph of :meth:`gradient_rows` and prove it row-local:
+        a model without gradients is refused before any data is read
+        (:class:`~pymc_dp.errors.UnsupportedModelError`). Compiling waits for first use."""
+        if self._gradient_rows_graph is None:
             inputs, outputs, _ = self._clipped_gradient_graph("forward", per_row=True)
-            outputs[2] = -outputs[2]
+            self._gradient_rows_graph = (inputs, outputs)
+
+    def compile_gradient_rows(self) -> None:
+        """Compile :meth:`gradient_rows` (done on first use)."""
+        if self._gradient_rows_fn is None:
+            self.check_gradient_rows()
+            inputs, outputs = self._gradient_rows_graph
             fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
             fn.trust_input = True
-            self._gradient_rows_fn = fn
+            prior = pm_compile([self._q], outputs[1], **self._compile_kwargs)
+            prior.trust_input = True
+            self._gradient_rows_fn, self._prior_gradient_fn = fn, prior
 
     def gradient_rows(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(G, ∇ log prior, −∇² log prior)`` at ``q``: G's row j is ``∇_θ ℓ_j(θ)``.
@@ -1125,13 +1137,29 @@ class PrivateModel:
             If the log-likelihood or the prior has an operation without a gradient.
         """
         self.compile_gradient_rows()
-        rows, prior_grad, prior_hessian = _withholding_details(
-            "the per-datum gradients",
-            self._gradient_rows_fn,
-            np.ascontiguousarray(q, dtype=self._q.dtype),
-            *self._data_values,
+        q = np.ascontiguousarray(q, dtype=self._q.dtype)
+        rows, prior_grad = _withholding_details(
+            "the per-datum gradients", self._gradient_rows_fn, q, *self._data_values
         )
-        return rows, prior_grad, prior_hessian
+        return rows, prior_grad, self._prior_negative_hessian(q)
+
+    def _prior_negative_hessian(self, q: np.ndarray) -> np.ndarray:
+        """``−∇² log prior`` by central differences of the compiled prior gradient.
+
+        The prior is public, so its curvature may be computed any way; differences avoid
+        compiling a symbolic Hessian, which is slow for structured priors (LKJ). Symmetrised.
+        """
+        dim = q.size
+        steps = 1e-5 * np.maximum(1.0, np.abs(q))
+        hessian = np.empty((dim, dim))
+        for k in range(dim):
+            e = np.zeros(dim, dtype=q.dtype)
+            e[k] = steps[k]
+            with np.errstate(all="ignore"):
+                up, down = self._prior_gradient_fn(q + e), self._prior_gradient_fn(q - e)
+            hessian[:, k] = (up - down) / (2 * steps[k])
+        hessian = np.where(np.isfinite(hessian), hessian, 0.0)
+        return -0.5 * (hessian + hessian.T)
 
     # ------------------------------------------------------------------ batches of rows
     def loglik_rows(self, q: np.ndarray, rows) -> np.ndarray:

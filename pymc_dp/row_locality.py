@@ -295,7 +295,47 @@ def _node_shape_reads(node) -> list[frozenset]:
     Walks the output shapes ``infer_shape`` gives in terms of stand-ins for the input
     shapes: a stand-in (or a shape query of an input) brings that input's shape reads; an
     input met otherwise is read by value. Conditions of the shape's checks count too.
+
+    Elementwise Ops have a rule of their own (no inference needed), and Blockwise Ops a
+    pattern cached per Op and input types (see the body): a per-datum gradient repeats
+    them many times, and Blockwise inference is costly.
     """
+    if isinstance(node.op, Elemwise):
+        # An elementwise output's shape is the broadcast of its inputs' shapes: it reads
+        # what their shapes read, never a value (all inputs, even where static shapes
+        # would let inference skip some: an over-approximation only refuses more).
+        found = frozenset().union(*(_SHAPE_READS[i] for i in node.inputs))
+        return [found] * len(node.outputs)
+    # Blockwise: the core shapes come from the core Op's inference on a node built from
+    # input types alone, the batch shapes from the inputs' shapes: a pattern over input
+    # positions, cached per Op and input types (non-constant inputs only). Every input's
+    # shape reads are kept (an over-approximation only refuses more).
+    if not isinstance(node.op, Blockwise) or any(isinstance(i, Constant) for i in node.inputs):
+        return _node_shape_reads_walk(node)[0]
+    try:
+        key = (node.op, tuple(i.type for i in node.inputs), len(node.outputs))
+        hash(key)
+    except TypeError:
+        return _node_shape_reads_walk(node)[0]
+    pattern = _SHAPE_PATTERNS.get(key)
+    if pattern is None:
+        reads, pattern = _node_shape_reads_walk(node)
+        if pattern is not None:
+            _SHAPE_PATTERNS[key] = pattern
+        if pattern is None or pattern == "values":
+            return reads
+    if pattern == "values":
+        return [frozenset([out]) for out in node.outputs]
+    by_value = pattern[0]
+    found = {node.inputs[k] for k in by_value}.union(*(_SHAPE_READS[i] for i in node.inputs))
+    return [frozenset(found)] * len(node.outputs)
+
+
+_SHAPE_PATTERNS: dict = {}
+
+
+def _node_shape_reads_walk(node):
+    """:func:`_node_shape_reads` by walking ``infer_shape``; also its positional pattern."""
     outputs = [frozenset([out]) for out in node.outputs]  # no inference: values decide
     dims = [
         [pt.lscalar() for _ in range(i.type.ndim)] if hasattr(i.type, "ndim") else None
@@ -307,32 +347,51 @@ def _node_shape_reads(node) -> list[frozenset]:
             pt.as_tensor_variable(d) for shape in shapes if shape is not None for d in shape
         ]
     except Exception:
-        return outputs
+        return outputs, "values"
+    position = {i: k for k, i in enumerate(node.inputs)}
     stand_ins = {d: i for i, ds in zip(node.inputs, dims) if ds for d in ds}
     found, seen = set(), set()
+    by_value, by_shape, other = set(), set(), False
     while stack:
         v = stack.pop()
         if v in seen:
             continue
         seen.add(v)
         if v in node.outputs:
-            return outputs
+            return outputs, "values"
         if v in stand_ins:
             found |= _SHAPE_READS[stand_ins[v]]
+            by_shape.add(position[stand_ins[v]])
         elif v in node.inputs:
             found.add(v)
+            by_value.add(position[v])
         elif v.owner is not None and isinstance(v.owner.op, Shape | Shape_i):
-            found |= shape_reads(v.owner.inputs[0])  # (its leaves are the node's inputs)
+            queried = v.owner.inputs[0]
+            found |= shape_reads(queried)  # (its leaves are the node's inputs)
+            if queried in position:
+                by_shape.add(position[queried])
+            else:
+                other = True  # an expression's shape: not a pattern over positions
         elif v.owner is not None:
             stack.extend(v.owner.inputs)
     # (a shape query of an expression may read a stand-in: that input's shape)
     for d in [d for d in found if d in stand_ins]:
         found.discard(d)
         found |= _SHAPE_READS[stand_ins[d]]
+        by_shape.add(position[stand_ins[d]])
     known = set(node.inputs).union(*(_SHAPE_READS[i] for i in node.inputs))
     if not found <= known:  # values computed inside the inference (a mask's count)
-        return outputs
-    return [frozenset(found)] * len(node.outputs)
+        return outputs, "values"
+    pattern = None if other else (frozenset(by_value), frozenset(by_shape))
+    reads = [frozenset(found)] * len(node.outputs)
+    if pattern is not None:
+        # the pattern must give this node's answer exactly, or it is not cached
+        again = {node.inputs[k] for k in by_value}.union(
+            *(_SHAPE_READS[node.inputs[k]] for k in by_shape)
+        )
+        if again != found:
+            pattern = None
+    return reads, pattern
 
 
 def value_ancestors(outputs: Sequence[Variable]) -> set[Variable]:

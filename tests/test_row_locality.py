@@ -7,6 +7,8 @@ import pytest
 
 from pytensor.graph.basic import Constant
 from pytensor.raise_op import assert_op
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import Elemwise
 
 from pymc_dp.row_locality import NotRowLocal, datum_axes, is_row_local
 
@@ -190,3 +192,33 @@ def test_row_free_outputs_qualify_and_constants_of_length_n_count_as_data():
     assert is_row_local([c.sum() * x[:, 0]], {x: 0})  # without n, the constant is row-free
     assert not is_row_local([c.sum() * x[:, 0]], {x: 0}, n=N)  # with n, it is per-datum
     assert isinstance(c, Constant)
+
+
+def test_cached_shape_patterns_give_what_the_walk_gives():
+    # The per-datum gradient of an MvNormal model with an LKJ prior repeats Blockwise and
+    # elementwise nodes many times; their shape reads come from a rule (elementwise) or a
+    # pattern cached per Op and input types (Blockwise). Every node's answer must contain
+    # the walk's own answer for that node (it may say more: that only refuses more).
+    import pymc as pm
+
+    from pymc_dp.model import PrivateModel
+    from pymc_dp.row_locality import _node_shape_reads, _node_shape_reads_walk, shape_reads
+
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    with pm.Model() as m:
+        mu = pm.Normal("m", shape=2)
+        chol, *_ = pm.LKJCholeskyCov("c", n=2, eta=2, sd_dist=pm.Exponential.dist(1))
+        pm.MvNormal("z", mu=mu, chol=chol, observed=x)
+    pmodel = PrivateModel(m)
+    _, outputs, _ = pmodel._clipped_gradient_graph("forward", per_row=True)
+    nodes = pytensor.graph.traversal.io_toposort(
+        list(pytensor.graph.traversal.graph_inputs(outputs)), outputs
+    )
+    cached = 0
+    for node in nodes:
+        for i in node.inputs:
+            shape_reads(i)
+        walked = _node_shape_reads_walk(node)[0]
+        assert all(w <= r for w, r in zip(walked, _node_shape_reads(node)))
+        cached += isinstance(node.op, Blockwise | Elemwise)
+    assert cached > 50  # the cache was exercised

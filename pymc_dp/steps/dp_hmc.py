@@ -192,8 +192,11 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         "budget_split",
         "_fixed_noise",
         "warmup",
+        "method",
+        "_laplace",
     )
     _state_class = DPHMCState
+    laplace_capable = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -227,6 +230,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         inv_mass=None,
         adapt_mass_matrix: bool = False,
         warmup=True,
+        method: str = "auto",
         chains: int | None = None,
         ledger_dir=None,
         model=None,
@@ -244,7 +248,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
             raise ValueError(_HAND_SETTINGS)
         self.grad_clip = check_positive(grad_clip, "grad_clip") if hand_clipped else None
         self.loglik_clip = check_positive(loglik_clip, "loglik_clip") if hand_clipped else None
-        self._init_warmup(warmup, hand_clipped=hand_clipped)
+        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
         if n_steps is not None and path_length is not None:
             raise ValueError("Give n_steps or path_length, not both.")
         if n_steps is not None:
@@ -381,6 +385,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:
         """μ of an iteration after the first: L gradients and one ratio."""
+        if self._laplace:
+            return 0.0
         return gaussian_mu(self.grad_noise_multiplier, self.n_steps) + gaussian_mu(
             self.loglik_noise_multiplier
         )
@@ -390,10 +396,13 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         return gaussian_mu(self.grad_noise_multiplier)
 
     def _mu_chain_start(self) -> float:
-        return self._mu_warmup() + self._mu_start()
+        return self._mu_warmup() + (0.0 if self._laplace else self._mu_start())
 
     def _calibrate(self, iterations: int, chains: int) -> None:
+        self._choose_method(iterations, chains)
         mu = self._sampling_mu_allotment(chains)
+        if self._laplace:
+            return  # the warm-up spends the chain's whole share; the draws release nothing
         if self._fixed_noise:
             self._check_fixed_noise_plan(iterations, chains)
             return
@@ -404,6 +413,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         self.loglik_noise_multiplier = noise_multiplier_for_mu(iterations, (1 - s) * mu)
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
+        if self._laplace:
+            return self._warmup_events()
         return self._warmup_events() + [
             GaussianEvent(
                 name="gradient",
@@ -489,6 +500,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         )
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._laplace:
+            return self._laplace_transition(q)
         state = self._hmc_state
         if state is None:
             # First iteration of the chain: the warm-up (its releases), then the start

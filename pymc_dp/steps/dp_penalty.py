@@ -77,7 +77,10 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     """
 
     name = "dp_penalty"
-    privacy_settings = ("clip_bound", "noise_multiplier", "_fixed_noise", "warmup")
+    privacy_settings = (
+        "clip_bound", "noise_multiplier", "_fixed_noise", "warmup", "method", "_laplace"
+    )
+    laplace_capable = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -99,6 +102,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         S=None,
         scaling: float | None = None,
         warmup=True,
+        method: str = "auto",
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -116,7 +120,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
                 "when you turn the warm-up off (warmup=False)."
             )
         self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
-        self._init_warmup(warmup, hand_clipped=hand_clipped)
+        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
         self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
@@ -152,13 +156,16 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
 
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:
-        return gaussian_mu(self.noise_multiplier)
+        return 0.0 if self._laplace else gaussian_mu(self.noise_multiplier)
 
     def _mu_chain_start(self) -> float:
         return self._mu_warmup()
 
     def _calibrate(self, iterations: int, chains: int) -> None:
+        self._choose_method(iterations, chains)
         mu = self._sampling_mu_allotment(chains)
+        if self._laplace:
+            return  # the warm-up spends the chain's whole share; the draws release nothing
         if self._fixed_noise:
             self._check_fixed_noise_plan(iterations, chains)
             return
@@ -167,6 +174,8 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         self.noise_multiplier = noise_multiplier_for_mu(iterations, mu)
 
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
+        if self._laplace:
+            return self._warmup_events()
         return self._warmup_events() + [
             GaussianEvent(
                 name="log-likelihood ratio",
@@ -183,6 +192,8 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         self._start_proposal_chain()
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._laplace:
+            return self._laplace_transition(q)
         pmodel = self.private_model
         state = self._penalty_state
         if state is None:

@@ -25,13 +25,50 @@ given too, the proposal sds or mass matrix (the diagonal of Ĥ⁻¹).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
-from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.kernels.warmup import LaplaceWarmup, laplace_warmup, whitening
 
-__all__ = ["AffineView", "PrivateWarmup", "DEFAULT_WARMUP"]
+__all__ = [
+    "AffineView",
+    "DEFAULT_WARMUP",
+    "LaplaceApproximationWarning",
+    "METHODS",
+    "PrivateWarmup",
+    "expected_moves",
+]
+
+#: How a step turns its budget into draws: "auto" (MCMC when the budget can move a chain,
+#: else the private Laplace approximation), "mcmc" (refuse a run that would freeze), or
+#: "laplace" (the whole budget on the approximation; draws from it).
+METHODS = ("auto", "mcmc", "laplace")
+
+#: The clip bound's square in units of its expectation d/n in the whitened metric (a high
+#: quantile of a norm whose square is about χ²_d / n): a planning figure, read no data.
+_CLIP_RATIO_SQUARED = 4.0
+
+
+class LaplaceApproximationWarning(UserWarning):
+    """The draws come from the private Laplace approximation, not from MCMC."""
+
+
+def expected_moves(mu: float, n: int, dim: int) -> float:
+    """About how many independent posterior draws a random walk buys with Gaussian μ.
+
+    A penalty release for a move of whitened length ‖Δu‖ with noise σ ≈ 1 (where proposals
+    still pass) costs μ ≈ 2 b² ‖Δu‖² with clip b² ≈ κ² d / n; a random walk needs
+    Σ ‖Δu‖² ≈ d per independent draw in d dimensions. So the budget buys about
+    ``μ n / (2 κ² d²)`` draws, whatever the chain's length (longer chains only take smaller
+    steps). Public numbers only; a planning figure, not a guarantee.
+
+    >>> round(expected_moves(0.009, 10_000, 5), 2)
+    0.45
+    """
+    return float(mu) * int(n) / (2.0 * _CLIP_RATIO_SQUARED * int(dim) ** 2)
 
 #: The default warm-up: half of each chain's μ over twelve noisy Fisher-scoring iterations,
 #: clip bounds at the 0.999 quantile (see docs/private-mcmc.md, "Settings chosen privately").
@@ -96,8 +133,20 @@ class PrivateWarmup:
     kernels use is ``self._view``.
     """
 
-    def _init_warmup(self, warmup, *, hand_clipped: bool) -> None:
+    #: whether the step can draw from the private Laplace approximation instead of MCMC
+    laplace_capable = False
+
+    def _init_warmup(self, warmup, *, hand_clipped: bool, method: str = "mcmc") -> None:
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.warmup = _check_warmup(warmup)
+        if method != "mcmc" and self.warmup is None:
+            raise ValueError(
+                f"method={method!r} needs the warm-up (its Laplace approximation): leave "
+                "warmup on, or use method='mcmc'."
+            )
+        self.method = method
+        self._laplace = method == "laplace"
         self._whiten = self.warmup is not None and not hand_clipped
         self._warmup_mu = 0.0
         self._view = None
@@ -109,7 +158,7 @@ class PrivateWarmup:
         if self.warmup is None:
             return
         try:
-            self.private_model.compile_gradient_rows()
+            self.private_model.check_gradient_rows()
         except UnsupportedModelError as err:
             raise UnsupportedModelError(
                 f"{err} The private warm-up that chooses the start, proposal shape and clip "
@@ -121,10 +170,66 @@ class PrivateWarmup:
         return 0.0 if self.warmup is None else self.warmup.share
 
     def _sampling_mu_allotment(self, chains: int) -> float:
-        """The μ a chain's sampler may spend: its allotment less the warm-up's share."""
+        """The μ a chain's sampler may spend: its allotment less the warm-up's share.
+
+        With the Laplace approximation (``method="laplace"``) the warm-up spends it all.
+        """
         mu = self._chain_mu_allotment(chains)
-        self._warmup_mu = self._warmup_share() * mu
+        self._warmup_mu = mu if self._laplace else self._warmup_share() * mu
         return mu - self._warmup_mu
+
+    def _choose_method(self, iterations: int, chains: int) -> None:
+        """Decide, from public numbers only, whether MCMC can move with this budget.
+
+        :func:`expected_moves` estimates how many independent posterior draws the sampler's
+        share buys. ``method="auto"`` draws from the private Laplace approximation when it
+        is below one (the chain would hardly leave its start, and the budget is better
+        spent on the approximation); ``method="mcmc"`` refuses such a run before any data
+        is read, with the numbers.
+        """
+        if self.method == "laplace" or not self.laplace_capable or self._fixed_noise:
+            return  # (noise fixed by hand: the user asked for that MCMC run)
+        moves = expected_moves(
+            (1 - self._warmup_share()) * self._chain_mu_allotment(chains),
+            self.private_model.n_data,
+            self.private_model.dim,
+        )
+        frozen = moves < 1.0
+        if self.method == "mcmc" and frozen:
+            raise PrivacyBudgetExceeded(
+                f"This run would leave its chains frozen: with ε = {self.epsilon:.4g} over "
+                f"{chains} chain(s), n = {self.private_model.n_data} and {self.private_model.dim} "
+                f"parameters, the noise of the sampler's releases allows about {moves:.2g} "
+                "independent draws per chain whatever its length. Sample fewer chains, give a "
+                "larger budget, or use method='auto' (the default), which then draws from the "
+                "private Laplace approximation. No data was read."
+            )
+        with self._changing_settings():
+            self._laplace = frozen
+        if frozen:
+            warnings.warn(
+                f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
+                "draws per chain here, too few for a chain to move; the draws come from the "
+                "private Laplace approximation N(θ̂, Ĥ⁻¹) that the whole budget pays for "
+                "(method='auto'). Give a larger budget or fewer chains for MCMC.",
+                LaplaceApproximationWarning,
+                stacklevel=2,
+            )
+
+    def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:
+        """One draw from the private Laplace approximation (post-processing: no release)."""
+        if self._warmup_result is None:
+            self._warm_up(q)
+        found = self._warmup_result
+        draw = found.mean + whitening(found.hessian).T @ self.rng.standard_normal(found.mean.size)
+        stats = {}
+        for key, (dtype, _) in self.stats_dtypes_shapes.items():
+            if key.startswith("dp_"):
+                continue
+            kind = np.dtype(dtype).kind
+            stats[key] = np.nan if kind == "f" else (False if kind == "b" else 0)
+        stats.update(accept=1.0, accepted=1.0)
+        return draw, stats
 
     def _warmup_events(self) -> list:
         if self.warmup is None:
