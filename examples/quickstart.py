@@ -6,8 +6,9 @@ posterior next to a non-private reference (the Laplace approximation at the maxi
 likelihood estimate, which reads the data without noise and is shown only for comparison)
 and the privacy report.
 
-Private MCMC spends its budget on every iteration, so chains are short: at ε = 2 this run
-affords 2 chains of 450 iterations at a noise level the chain can work with.
+Only the budget is given: the step spends half of each chain's share on a private warm-up
+that finds its start, its proposal shape and its clip bound, and `pymc_dp.sample` picks the
+chain length. `step.plan` prints the price of the run before any data is read.
 
 Run: .venv/bin/python examples/quickstart.py
 """
@@ -60,13 +61,10 @@ def main():
     X, y = simulate()
     model = build_model(X, y)
     with model:
-        # Features are in [-1, 1] (plus the intercept), so each person's log-likelihood
-        # ratio is at most sqrt(3)·‖θ'−θ‖: a clip bound of 1.8 never binds.
-        step = pymc_dp.DPPenalty(
-            eps=2.0, clip_bound=1.8, proposal="guided", scaling=0.005, tune_interval=25
-        )
+        step = pymc_dp.DPPenalty(eps=2.0)
+        print(step.plan(chains=2), end="\n\n")  # reads no data
         t0 = time.perf_counter()
-        private = pymc_dp.sample(step=step, draws=300, tune=150, chains=2, random_seed=1)
+        private = pymc_dp.sample(step=step, chains=2, random_seed=1)
         t_private = time.perf_counter() - t0
 
     summary = az.summary(private, kind="stats", var_names=["intercept", "beta"])

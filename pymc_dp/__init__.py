@@ -18,6 +18,8 @@ from pymc_dp.steps.dp_barker import DPBarker
 from pymc_dp.steps.dp_hmc import DPHMC
 from pymc_dp.steps.dp_penalty import DPPenalty
 from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
+from pymc_dp.accounting.plan import WarmupPlan
+from pymc_dp.steps.warmup import LaplaceApproximationWarning
 
 __version__ = "0.1.0"
 
@@ -28,6 +30,7 @@ __all__ = [
     "DPHMC",
     "GaussianMechanism",
     "InfectionCurveMechanism",
+    "LaplaceApproximationWarning",
     "LaplaceMechanism",
     "DPPenalty",
     "MinibatchDPPenalty",
@@ -41,6 +44,7 @@ __all__ = [
     "PrivacyBudgetExceeded",
     "PrivacyReport",
     "UnsupportedModelError",
+    "WarmupPlan",
     "accounting",
     "mechanisms",
     "privacy_report",

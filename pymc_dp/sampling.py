@@ -29,6 +29,7 @@ import xarray as xr
 from pymc.model import modelcontext
 from pymc.step_methods.compound import CompoundStep
 
+from pymc_dp.accounting.validation import check_int
 from pymc_dp import _progressbar
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.gaussian import gaussian_epsilon
@@ -185,7 +186,7 @@ def _releasable_names(model) -> list[str]:
 def sample(
     *,
     step,
-    draws: int = 500,
+    draws: int | None = None,
     tune: int | None = None,
     chains: int | None = None,
     model=None,
@@ -213,8 +214,10 @@ def sample(
         and subclasses of pymc_dp's steps defined elsewhere, are refused before anything
         runs.
     draws, tune, chains, var_names, **kwargs
-        As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …). ``tune=None``
-        uses the step's short default. By default only free variables and deterministics
+        As for ``pm.sample`` (``random_seed``, ``cores``, ``progressbar``, …). ``draws`` or
+        ``tune`` not given: the step's :meth:`~pymc_dp.steps.base.PrivateStep.default_length`
+        for its budget (e.g. DPHMC as long as its gradients stay informative, DPBarker as
+        long as its budget pays for, 1000 free draws from a private Laplace approximation). By default only free variables and deterministics
         that read neither data nor array constants are recorded.
 
     Raises
@@ -254,9 +257,13 @@ def sample(
         raise ValueError("Log-likelihoods are exact functions of the data; they are never released.")
 
     chains = steps[0].planned_chains if chains is None else chains
+    if draws is None or tune is None:  # the step's length for its budget (public numbers)
+        default_draws, default_tune = steps[0].default_length(check_int(chains, "chains"))
+        draws = default_draws if draws is None else draws
+        tune = default_tune if tune is None else tune
     run_id = uuid.uuid4().hex
     for s in steps:
-        s.plan(chains)
+        s.plan(chains, draws=draws, tune=tune)
         s.run_id = run_id
 
     private_names = set(data_dependent_deterministics(model))

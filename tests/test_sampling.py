@@ -452,10 +452,11 @@ def test_the_posterior_is_not_labelled_tempered():
 
 def test_a_chain_that_never_moved_gets_a_warning_that_says_what_to_change():
     # ε = 0.05 over 300 iterations with a step of sd 1: the ratio noise has sd in the
-    # hundreds, so every proposal is rejected.
+    # hundreds, so every proposal is rejected. (Hand settings and no warm-up: with its
+    # defaults the step would draw from its Laplace approximation instead.)
     model = _normal_mean_model()
     with model:
-        step = pymc_dp.DPPenalty(eps=0.05, clip_bound=5.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=0.05, clip_bound=5.0, chains=2, warmup=False, scaling=1.0)
         with pytest.warns(pymc_dp.sampling.StuckChainWarning, match=r"Chain\(s\) \[0, 1\]"):
             idata = pymc_dp.sample(step=step, draws=200, tune=100, chains=2, random_seed=1,
                                    progressbar=False, cores=1)

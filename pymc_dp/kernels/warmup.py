@@ -111,6 +111,9 @@ def quantile_from_histogram(
     above = np.cumsum(counts[::-1])[::-1][1:]  # noisy count > g_k
     bins_above = np.arange(len(above), 0, -1)
     allowed = np.maximum((1.0 - quantile) * n, 2.0 * count_noise_sd * np.sqrt(bins_above))
+    # never below the median: with more noise than data the tail is invisible, and a bound
+    # that clips most rows would be worse than a high one
+    allowed = np.minimum(allowed, 0.5 * n)
     ok = np.flatnonzero(above <= allowed)
     return float(grid[ok[0]] if ok.size else grid[-1])
 
@@ -342,6 +345,14 @@ def whitened_grid(dim: int, n: int) -> np.ndarray:
     return centre * np.logspace(-3.0, 3.0, 49)
 
 
+def _whitened_norm_quantile(quantile: float, dim: int, n: int) -> float:
+    """``√(χ²_d quantile / n)``: a datum's gradient norm quantile in the posterior's metric
+    (its Fisher information is about 1/n of the curvature). Public."""
+    from scipy.stats import chi2
+
+    return float(np.sqrt(chi2.ppf(quantile, dim) / n))
+
+
 def whitening(hessian: np.ndarray) -> np.ndarray:
     """``W`` with ``‖W g‖ = ‖g‖_{H⁻¹}`` and ``Wᵀ W = H⁻¹``: the inverse of H's Cholesky factor."""
     return np.linalg.inv(np.linalg.cholesky(hessian))
@@ -424,6 +435,10 @@ def laplace_warmup(
         clip = clip_margin * noisy_quantile(
             rng, row_norms(grads), quantile=level, noise_multiplier=z_norms, grid=level_grid
         )
+        if t > 0:
+            # In a metric close to the posterior's a datum's squared gradient norm is about
+            # χ²_d / n: a public floor for when the histogram's noise hides the tail.
+            clip = max(clip, _whitened_norm_quantile(level, d, n))
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
         spread = grads - grad_sum / n  # centred at a released mean: still one row per datum
         # (the curvature sums squares, dominated by the tail: clipped at a middle quantile
@@ -431,6 +446,8 @@ def laplace_warmup(
         spread_clip = noisy_quantile(
             rng, row_norms(spread), quantile=quantile, noise_multiplier=z_spread, grid=level_grid
         )
+        if t > 0:
+            spread_clip = max(spread_clip, _whitened_norm_quantile(quantile, d, n))
         moments = noisy_moments(
             rng, spread, clip=spread_clip, grad_noise_multiplier=None,
             outer_noise_multiplier=z_outer,

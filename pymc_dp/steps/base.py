@@ -60,7 +60,7 @@ from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
-__all__ = ["PrivateStep", "pymc_default_chains"]
+__all__ = ["PrivateStep", "RunPlan", "pymc_default_chains"]
 
 
 def pymc_default_chains() -> int:
@@ -240,9 +240,38 @@ class PrivateStep(FixedSettings, ArrayStepShared):
     _base_sampling_state = ArrayStepShared.sampling_state
 
     # ------------------------------------------------------------------ plan
-    def plan(self, chains: int) -> None:
-        """Split the budget over ``chains`` chains (before any chain of this step ran)."""
-        _check_chains(chains)
+    def default_length(self, chains: int) -> tuple[int, int]:
+        """``(draws, tune)`` that :func:`pymc_dp.sample` runs when given neither.
+
+        Chosen from public numbers only (the budget, n, the dimension, ``chains``); steps
+        override it where the budget decides how long a chain should be.
+        """
+        return 500, self.default_tune_steps
+
+    def plan(
+        self, chains: int | None = None, *, draws: int | None = None, tune: int | None = None
+    ) -> RunPlan:
+        """Split the budget over ``chains`` chains, and show the price of a run before it.
+
+        Reads no data: the noise of every release, how many releases a chain makes, and what
+        the whole run costs, for ``chains`` chains of ``tune + draws`` iterations (default:
+        :meth:`default_length`), as Opacus' ``get_noise_multiplier`` shows the noise before
+        training. The step keeps the chain split; a run of another length is calibrated
+        again when it starts.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm, pymc_dp
+        >>> y = np.random.default_rng(1).normal(1.0, 1.0, size=10_000)
+        >>> with pm.Model():
+        ...     mu = pm.Normal("mu", 0, 10)
+        ...     _ = pm.Normal("y", mu, 1, observed=y)
+        ...     step = pymc_dp.DPPenalty(eps=1.0)
+        >>> print(step.plan(chains=2, draws=500, tune=200))  # doctest: +ELLIPSIS
+        DPPenalty: 2 chain(s) of 200 tune + 500 draws, budget (ε, δ) = (1, 1e-05)
+        ...
+        """
+        chains = self.planned_chains if chains is None else _check_chains(chains)
         if chains != self.planned_chains and self.guard.reservations():
             raise PrivacyBudgetExceeded(
                 f"This step already ran chains planned as {self.planned_chains} shares of its "
@@ -250,6 +279,30 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             )
         with self._changing_settings():
             self.planned_chains = int(chains)
+        default_draws, default_tune = self.default_length(chains)
+        draws = default_draws if draws is None else check_int(draws, "draws")
+        tune = default_tune if tune is None else check_int(tune, "tune", minimum=0)
+        with self._changing_settings():
+            self._calibrate(tune + draws, chains)
+        events = self._chain_events(tune + draws)
+        from pymc_dp.accounting.ledger import PrivacyLedger
+
+        ledger = PrivacyLedger([e for _ in range(chains) for e in events])
+        return RunPlan(
+            step=type(self).__name__,
+            chains=chains,
+            draws=draws,
+            tune=tune,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            cost=ledger.epsilon(self.delta),
+            events=tuple(events),
+            notes=tuple(self._plan_notes(tune + draws, chains)),
+        )
+
+    def _plan_notes(self, iterations: int, chains: int) -> list[str]:
+        """Lines a step adds to its :class:`RunPlan` (public numbers only)."""
+        return []
 
     def _progressbar_config(self, n_chains=1):
         """Refuse a run of more chains than the plan has left, then PyMC's bar settings.
@@ -397,3 +450,50 @@ class PrivateStep(FixedSettings, ArrayStepShared):
 
 def _check_chains(chains) -> int:
     return check_int(chains, "chains")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The price of a run before it runs: every release and its noise (public numbers).
+
+    ``events`` are one chain's releases; ``cost`` is the ε of all ``chains`` chains at the
+    budget's δ. ``str()`` gives a readable table.
+    """
+
+    step: str
+    chains: int
+    draws: int
+    tune: int
+    epsilon: float
+    delta: float
+    cost: float
+    events: tuple
+    notes: tuple = ()
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.step}: {self.chains} chain(s) of {self.tune} tune + {self.draws} draws, "
+            f"budget (ε, δ) = ({self.epsilon:.4g}, {self.delta:.3g})",
+            "  releases per chain:",
+        ]
+        grouped: dict = {}
+        for event in self.events:
+            grouped.setdefault(event.name, []).append(event)
+        for name, group in grouped.items():
+            count = sum(e.count for e in group)
+            zs = sorted(
+                float(e.noise_multiplier) for e in group if hasattr(e, "noise_multiplier")
+            )
+            noise = ""
+            if zs:
+                noise = (
+                    f", noise multiplier {zs[0]:.4g}"
+                    if zs[0] == zs[-1]
+                    else f", noise multipliers {zs[0]:.4g} … {zs[-1]:.4g}"
+                )
+            lines.append(f"    {name}: {count}{noise}")
+        lines.append(
+            f"  the run costs ε = {self.cost:.4g} at δ = {self.delta:.3g} (all chains)"
+        )
+        lines += [f"  {note}" for note in self.notes]
+        return "\n".join(lines)

@@ -181,6 +181,13 @@ class DPBarker(SubsampledPrivateStep):
                 n,
             )
         chosen, most = self._batch_choices[key]
+        if chosen is None and most == 0:
+            raise PrivacyBudgetExceeded(
+                f"The budget ε = {self.epsilon:.4g}, δ = {self.delta:.3g} cannot pay for a "
+                f"single DP Barker iteration per chain over {chains} chain(s) with any batch "
+                f"size for n = {n} (thesis Theorem 7). Give a larger budget, fewer chains, or "
+                "use DPPenalty or DPHMC. No data was read."
+            )
         if chosen is None:
             raise PrivacyBudgetExceeded(
                 f"The budget ε = {self.epsilon:.4g}, δ = {self.delta:.3g} buys at most about "
@@ -193,6 +200,21 @@ class DPBarker(SubsampledPrivateStep):
         with self._changing_settings():
             self.batch_size = chosen
             self.sampling_rate = chosen / n
+
+    def default_length(self, chains: int) -> tuple[int, int]:
+        """As many iterations as the budget buys with a batch of 1000 rows (or all n), at
+        most 1000 per chain, a fifth of them tuning; if that batch buys fewer than 20, the
+        most any batch buys. Public numbers only."""
+        n = self.private_model.n_data
+        k = barker_max_iterations(self.epsilon, self.delta, n, min(n, 1000)) // chains
+        if k < 20:
+            _, most = _largest_batch(
+                lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains, 1, n
+            )
+            k = max(k, most)
+        k = int(np.clip(k, 1, 1000))
+        tune = k // 5
+        return k - tune, tune
 
     def max_iterations(self) -> int:
         """The most iterations, over all chains and tuning, that the whole budget allows."""

@@ -16,7 +16,7 @@ from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
-from pymc_dp.steps.warmup import PrivateWarmup
+from pymc_dp.steps.warmup import _CLIP_RATIO_SQUARED, PrivateWarmup
 
 __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 
@@ -381,6 +381,21 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         state = super().__getstate__()
         state["_hmc_state"] = None
         return state
+
+    def _mcmc_length(self, chains: int) -> tuple[int, int]:
+        """A chain as long as its gradients stay informative.
+
+        The noise of a released gradient (whitened coordinates, where the log posterior's
+        gradient has size about 1) is ``2 b z_g`` with b² ≈ κ² d / n and
+        ``z_g² = (kL + 1) / (2 s μ)``: it stays below 1 while ``kL + 1 ≤ s μ n / (2 κ² d)``.
+        Public numbers only; between 50 and 1000 iterations, 30 % of them tuning.
+        """
+        mu = (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
+        n, d = self.private_model.n_data, self.private_model.dim
+        gradients = self.budget_split * mu * n / (2 * _CLIP_RATIO_SQUARED * d)
+        k = int(np.clip((gradients - 1) / self.n_steps, 50, 1000))
+        tune = max(20, int(0.3 * k))
+        return k - tune, tune
 
     # ------------------------------------------------------------------ privacy plan
     def _mu_per_iteration(self) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pymc_dp.accounting.events import SubsampledGaussianEvent
+from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
 from pymc_dp.errors import PrivacyBudgetExceeded
@@ -203,7 +204,13 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     def _calibrate(self, iterations: int, chains: int) -> None:
         releases = iterations * chains
-        self._warmup_mu = self._warmup_share() * self._chain_mu_allotment(chains)
+        # The warm-up's Gaussian releases compose with subsampled ones through RDP, where a
+        # share of the Gaussian μ costs more than that share of ε: the warm-up gets the μ
+        # that half its share of ε would buy alone, and the calibration below the rest.
+        share = self._warmup_share()
+        self._warmup_mu = (
+            max_gaussian_mu(share * self.epsilon / 2, self.delta) / chains if share else 0.0
+        )
         if self._fixed_noise:
             cost = self._cost(releases, chains)
             if cost > self.epsilon:

@@ -140,9 +140,9 @@ class PrivateWarmup:
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.warmup = _check_warmup(warmup)
-        if method != "mcmc" and self.warmup is None:
+        if method == "laplace" and self.warmup is None:
             raise ValueError(
-                f"method={method!r} needs the warm-up (its Laplace approximation): leave "
+                "method='laplace' needs the warm-up (its Laplace approximation): leave "
                 "warmup on, or use method='mcmc'."
             )
         self.method = method
@@ -187,8 +187,11 @@ class PrivateWarmup:
         spent on the approximation); ``method="mcmc"`` refuses such a run before any data
         is read, with the numbers.
         """
-        if self.method == "laplace" or not self.laplace_capable or self._fixed_noise:
-            return  # (noise fixed by hand: the user asked for that MCMC run)
+        if (
+            self.method == "laplace" or not self.laplace_capable or self._fixed_noise
+            or self.warmup is None
+        ):
+            return  # (noise fixed by hand, or no warm-up: the user asked for that MCMC run)
         moves = expected_moves(
             (1 - self._warmup_share()) * self._chain_mu_allotment(chains),
             self.private_model.n_data,
@@ -215,6 +218,62 @@ class PrivateWarmup:
                 LaplaceApproximationWarning,
                 stacklevel=2,
             )
+
+    def _expected_moves(self, chains: int) -> float:
+        return expected_moves(
+            (1 - self._warmup_share()) * self._chain_mu_allotment(chains),
+            self.private_model.n_data,
+            self.private_model.dim,
+        )
+
+    def _will_use_laplace(self, chains: int) -> bool:
+        if self.method == "laplace":
+            return True
+        return (
+            self.method == "auto" and self.laplace_capable and not self._fixed_noise
+            and self.warmup is not None and self._expected_moves(chains) < 1.0
+        )
+
+    def default_length(self, chains: int) -> tuple[int, int]:
+        # Draws from the Laplace approximation are free: many, no tuning.
+        if self.laplace_capable and self._will_use_laplace(chains):
+            return 1000, 0
+        return self._mcmc_length(chains)
+
+    def _mcmc_length(self, chains: int) -> tuple[int, int]:
+        # Random-walk steps: how far a chain moves does not grow with its length (more
+        # iterations, more noise each), so a length that tunes the scale twice and gives
+        # enough draws for diagnostics.
+        return 500, 200
+
+    def _plan_notes(self, iterations: int, chains: int) -> list[str]:
+        notes = []
+        if self.warmup is not None:
+            notes.append(
+                f"warm-up: {self.warmup.iterations} iterations, "
+                f"{'all' if self._laplace else f'{self.warmup.share:.0%}'} of each chain's "
+                "budget, then start, metric and clip bounds from its releases"
+            )
+        if self.laplace_capable:
+            moves = self._expected_moves(chains)
+            if self._laplace:
+                notes.append(
+                    "draws: from the private Laplace approximation (no further release; "
+                    f"the budget would buy about {moves:.2g} independent MCMC draws per chain)"
+                )
+            else:
+                notes.append(f"draws: MCMC, about {moves:.2g} independent draws per chain expected")
+        ratio = [e for e in self._chain_events(iterations) if e.name == "log-likelihood ratio"]
+        if ratio and hasattr(ratio[0], "noise_multiplier"):
+            from scipy.stats import norm
+
+            n, d = self.private_model.n_data, self.private_model.dim
+            sigma = 2.0 * np.sqrt(_CLIP_RATIO_SQUARED * d / n) * ratio[0].noise_multiplier
+            notes.append(
+                f"expected acceptance of a move of one posterior sd, from the ratio's noise "
+                f"alone: {2 * norm.cdf(-sigma / 2):.2f} (noise sd ≈ {sigma:.3g})"
+            )
+        return notes
 
     def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:
         """One draw from the private Laplace approximation (post-processing: no release)."""

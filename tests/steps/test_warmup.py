@@ -149,3 +149,102 @@ def test_missing_or_contradictory_settings_fail_before_the_model_is_read(
     model, *_ = make_conjugate(n=50)
     with model, pytest.raises(ValueError, match="clip_bound|warmup"):
         pymc_dp.DPPenalty(eps=1.0, **kwargs)
+
+
+def _no_data_reads(monkeypatch):
+    from pymc_dp.model import PrivateModel
+
+    def must_not_run(*args, **kw):
+        raise AssertionError("data was read")
+
+    for name in ("loglik", "loglik_rows", "gradient_rows", "clipped_gradient"):
+        monkeypatch.setattr(PrivateModel, name, must_not_run)
+
+
+@pytest.mark.parametrize("step_class", STEPS + [pymc_dp.MinibatchDPPenalty])
+def test_plan_shows_the_price_of_a_run_without_reading_data(
+    step_class, monkeypatch, make_conjugate
+):
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = step_class(eps=2.0)
+    _no_data_reads(monkeypatch)
+    plan = step.plan(chains=3, draws=300, tune=100)
+    text = str(plan)
+    assert "3 chain(s) of 100 tune + 300 draws" in text
+    assert "warm-up clipped gradient: 12" in text
+    # the plan's releases cost the whole budget, no more (calibrated to it)
+    assert plan.cost == pytest.approx(2.0, rel=1e-3) and plan.cost <= 2.0
+    assert step.planned_chains == 3
+
+
+def test_laplace_draws_follow_the_private_approximation(make_conjugate):
+    # method="laplace": the whole budget on the warm-up, then free draws from N(θ̂, Ĥ⁻¹);
+    # at a comfortable ε it is close to the exact posterior N(mean, sd²) of this model.
+    model, mean, sd = make_conjugate(n=2000, prior_sd=10.0)
+    with model:
+        step = pymc_dp.DPPenalty(eps=20.0, chains=2, method="laplace")
+        idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    draws = idata.posterior["mu"].values
+    assert draws.shape == (2, 1000)  # the default length: 1000 free draws
+    assert abs(draws.mean() - mean) < 0.5 * sd
+    assert 0.8 < draws.std() / sd < 1.25
+    report = idata.attrs["dp_report"]
+    assert "warm-up" in report and "log-likelihood ratio" not in report
+    assert idata.attrs["dp_epsilon"] == pytest.approx(20.0, rel=1e-6)
+
+
+def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_conjugate):
+    from pymc_dp.steps.warmup import expected_moves
+
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=0.3, chains=2)
+        assert expected_moves(step._chain_mu_allotment(2) / 2, 2000, 1) < 1  # the regime
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="Laplace"):
+            idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    assert "log-likelihood ratio" not in idata.attrs["dp_report"]
+    assert idata.attrs["dp_epsilon"] <= 0.3
+    with model:  # with budget enough to move, MCMC
+        step = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        assert not step._will_use_laplace(2)
+
+
+def test_mcmc_refuses_a_run_that_would_freeze_before_reading_data(
+    monkeypatch, make_conjugate
+):
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=0.3, chains=2, method="mcmc")
+        _no_data_reads(monkeypatch)
+        with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="frozen"):
+            pm.sample(step=step, draws=100, tune=100, chains=2, progressbar=False,
+                      random_seed=1, cores=1)
+    assert step.guard.reservations() == []
+
+
+def test_sample_picks_the_length_from_the_budget(make_conjugate):
+    # DPHMC: as long as its gradients stay informative, so longer with more budget
+    model, *_ = make_conjugate(n=5000)
+    with model:
+        short = pymc_dp.DPHMC(eps=10.0, chains=2).default_length(2)
+        long = pymc_dp.DPHMC(eps=30.0, chains=2).default_length(2)
+        assert sum(long) > sum(short)
+        step = pymc_dp.DPHMC(eps=30.0, chains=2)
+        idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    assert idata.posterior.sizes["draw"] == long[0]
+
+
+def test_dpbarker_chooses_the_largest_batch_its_budget_pays_for(make_conjugate):
+    from pymc_dp.accounting.barker import barker_max_iterations
+
+    model, *_ = make_conjugate(n=20_000)
+    with model:
+        step = pymc_dp.DPBarker(eps=2.0, chains=2)
+        draws, tune = step.default_length(2)
+        idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    b, k = step.batch_size, draws + tune
+    assert idata.posterior.sizes["draw"] == draws
+    assert barker_max_iterations(2.0, step.delta, 20_000, b) // 2 >= k
+    assert barker_max_iterations(2.0, step.delta, 20_000, int(b * 1.05) + 1) // 2 < k
+    assert idata.attrs["dp_epsilon"] <= 2.0
