@@ -487,8 +487,8 @@ def declared_stats() -> dict[str, dict[str, tuple]]:
     Examples
     --------
     >>> sorted(declared_stats()["DPPenalty"])  # doctest: +NORMALIZE_WHITESPACE
-    ['accept', 'accepted', 'dp_delta', 'dp_mu', 'dp_mu_chain', 'noise_multiplier',
-     'scaling']
+    ['accept', 'accepted', 'clip_bound', 'dp_delta', 'dp_mu', 'dp_mu_chain',
+     'noise_multiplier', 'scaling']
     """
     return {cls.__name__: dict(cls.stats_dtypes_shapes) for cls in _own_step_classes()}
 

@@ -53,7 +53,7 @@ def test_calibration_spends_the_whole_budget_over_all_chains_and_tuning(make_con
     eps, delta = 1.0, 1e-4
     with model:
         step = MinibatchDPPenalty(eps=eps, delta=delta, batch_size=100, clip_bound=3.0,
-                                  tempering=0.1, chains=2)
+                                  tempering=0.1, chains=2, warmup=False)
         idata = pymc_dp.sample(step=step, draws=150, tune=50, chains=2, random_seed=1, **SAMPLE)
     z = idata.sample_stats["dp_noise_multiplier"].values
     assert np.all(z == z.flat[0])
@@ -80,7 +80,7 @@ def test_the_step_hands_its_calibrated_noise_to_the_kernel(make_conjugate, monke
     model = make_conjugate(n=1000)[0]
     with model:
         step = MinibatchDPPenalty(eps=1.0, delta=1e-5, batch_size=100, clip_bound=2.0,
-                                  tempering=0.5, chains=1)
+                                  tempering=0.5, chains=1, warmup=False)
         pm.sample(draws=40, tune=10, chains=1, step=step, random_seed=0, **SAMPLE)
     z, _ = pymc_dp.accounting.subsampling.subsampled_noise_multiplier(1.0, 1e-5, 0.1, 50)
     assert len(seen) == 50
@@ -112,7 +112,7 @@ def test_budget_too_small_for_one_iteration(make_conjugate):
         (dict(clip_bound=0.0), "clip_bound"),
         (dict(clip_bound=float("inf")), "clip_bound"),
         (dict(noise_multiplier=-1.0), "noise_multiplier"),
-        (dict(batch_size=None), "batch_size"),
+        (dict(batch_size=0), "batch_size"),
     ],
 )
 def test_bad_arguments_fail_before_the_model_is_read(make_conjugate, monkeypatch, kwargs, match):

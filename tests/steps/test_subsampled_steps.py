@@ -17,7 +17,8 @@ SAMPLE = dict(progressbar=False, cores=1, compute_convergence_checks=False)
 
 STEPS = {
     "minibatch_penalty": lambda **kw: MinibatchDPPenalty(
-        **{"eps": 2.0, "batch_size": 50, "clip_bound": 5.0, "tempering": 0.1, "scaling": 0.2, **kw}
+        **{"eps": 2.0, "batch_size": 50, "clip_bound": 5.0, "tempering": 0.1, "scaling": 0.2,
+           "warmup": False, **kw}
     ),
     "barker": lambda **kw: DPBarker(
         # ε = 13.5 allows 183 iterations in all (thesis Thm 7, n = 500, b = 50, δ = 2e-4)
@@ -114,6 +115,8 @@ def test_results_are_release_safe_and_report_their_cost(model, make_step):
         "accept", "accepted", "scaling", "dp_releases_chain", "dp_batch_size", "dp_n_data",
         "dp_delta", "dp_tempering", MECHANISM_STAT[make_step.kind],
     }
+    if make_step.kind == "minibatch_penalty":  # the warm-up's clip bound and μ (released)
+        public |= {"clip_bound", "dp_warmup_mu"}
     assert set(idata.sample_stats.data_vars) == public
     report = pymc_dp.privacy_report(idata)
     assert report.epsilon == idata.attrs["dp_epsilon"] <= step.epsilon

@@ -248,3 +248,17 @@ def test_dpbarker_chooses_the_largest_batch_its_budget_pays_for(make_conjugate):
     assert barker_max_iterations(2.0, step.delta, 20_000, b) // 2 >= k
     assert barker_max_iterations(2.0, step.delta, 20_000, int(b * 1.05) + 1) // 2 < k
     assert idata.attrs["dp_epsilon"] <= 2.0
+
+
+def test_a_plain_pm_sample_trace_of_the_minibatch_warmup_gives_its_cost(make_conjugate):
+    # The minibatch step's cost is recomputed from the trace (its per-draw stats): the
+    # warm-up's releases must be in it, or the report would say less than was spent.
+    model, *_ = make_conjugate(n=3000)
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(eps=2.0, chains=2)
+        idata = pm.sample(draws=30, tune=10, chains=2, step=step, random_seed=3,
+                          progressbar=False)
+    report = pymc_dp.privacy_report(pymc_dp.release(idata, model=model))
+    spent = pymc_dp.privacy_report(step).epsilon
+    assert report.epsilon == pytest.approx(spent, rel=1e-9) and spent <= 2.0
+    assert float(idata.sample_stats["dp_warmup_mu"].values.min()) > 0
