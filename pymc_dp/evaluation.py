@@ -1,4 +1,5 @@
-"""Evaluation of samplers against a reference sample: maximum mean discrepancy.
+"""Evaluation of samplers against a reference sample: maximum mean discrepancy and
+posterior moments.
 
 The thesis (section 5.5) measures how far a (DP) MCMC sample is from the true posterior by
 the maximum mean discrepancy (MMD, Gretton et al. 2012) with a Gaussian RBF kernel
@@ -21,15 +22,25 @@ the absolute value of the **unbiased** (U-statistic) estimate of MMD², i.e.
 with an unbiased, asymptotically normal sampling distribution (it is ≈ 0, possibly
 negative, for two samples of one distribution).
 
+:func:`posterior_distance` compares two ArviZ results parameter by parameter: how many
+reference posterior sds the private posterior mean lies from the reference mean, the ratio
+of the posterior sds, and the private run's R̂ (issue 13's benchmark targets).
+
 Everything here is evaluation: it is never applied to private data by the library, and
 costs no privacy when applied to released samples and public reference draws.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
 
-__all__ = ["median_heuristic_bandwidth", "mmd"]
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+__all__ = ["PosteriorDistance", "median_heuristic_bandwidth", "mmd", "posterior_distance"]
 
 #: Number of points drawn (with replacement) from each sample for the median heuristic.
 MEDIAN_SUBSAMPLE = 50
@@ -193,3 +204,177 @@ def mmd(x, y, *, bandwidth=None, rng=None, max_points=20_000, squared=False):
     if squared:
         return float(mmd2)
     return float(np.sqrt(abs(mmd2)))
+
+
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+@dataclass(frozen=True, eq=False)
+class PosteriorDistance:
+    """Distance of a posterior sample from a reference, one entry per scalar parameter.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        One label per scalar component, e.g. ``"sigma"`` or ``"beta[x1]"`` (the
+        coordinate values of the variable's other dimensions).
+    mean_error : numpy.ndarray
+        ``|mean_private − mean_reference| / sd_reference`` per component.
+    sd_ratio : numpy.ndarray
+        ``sd_private / sd_reference`` per component.
+    rhat : numpy.ndarray
+        Rank-normalised split R̂ of the private sample per component (``arviz.rhat``); NaN
+        where it is undefined (a single chain, or a component that never varies).
+    mean_error_median, mean_error_max : float
+        Median and maximum of ``mean_error``.
+    sd_ratio_min, sd_ratio_median, sd_ratio_max : float
+        Minimum, median and maximum of ``sd_ratio``.
+    rhat_max : float
+        Maximum of ``rhat``; NaN if any component's R̂ is undefined.
+    """
+
+    labels: tuple[str, ...]
+    mean_error: np.ndarray
+    sd_ratio: np.ndarray
+    rhat: np.ndarray
+    mean_error_median: float
+    mean_error_max: float
+    sd_ratio_min: float
+    sd_ratio_median: float
+    sd_ratio_max: float
+    rhat_max: float
+
+
+def _posterior(result, name):
+    if isinstance(result, xr.Dataset):
+        ds = result
+    else:
+        try:
+            ds = result["posterior"]
+        except (KeyError, TypeError):
+            raise ValueError(f"{name} has no posterior group") from None
+        ds = ds.to_dataset() if isinstance(ds, xr.DataTree) else ds
+    missing = [d for d in _SAMPLE_DIMS if d not in ds.dims]
+    if missing:
+        raise ValueError(f"the posterior of {name} lacks the dimensions {missing}")
+    return ds
+
+
+def _components(da):
+    """Draws of a variable as (chain, draw, component) and one label per component."""
+    other = [d for d in da.dims if d not in _SAMPLE_DIMS]
+    da = da.transpose(*_SAMPLE_DIMS, *other)
+    values = np.asarray(da.values, dtype=float).reshape(da.sizes["chain"], da.sizes["draw"], -1)
+    if not other:
+        return values, [da.name]
+    axes = [da[d].values if d in da.coords else np.arange(da.sizes[d]) for d in other]
+    labels = [f"{da.name}[{', '.join(str(v) for v in idx)}]" for idx in _product(axes)]
+    return values, labels
+
+
+def _product(axes):
+    grids = np.meshgrid(*axes, indexing="ij")
+    return zip(*(g.ravel() for g in grids))
+
+
+def posterior_distance(private, reference, var_names=None):
+    """How far a posterior sample lies from a reference posterior, in reference sds.
+
+    For every scalar component θ_k of the compared variables it computes
+
+    * the **mean error** ``|E_private[θ_k] − E_ref[θ_k]| / sd_ref(θ_k)``: the distance of the
+      posterior means in reference posterior standard deviations;
+    * the **sd ratio** ``sd_private(θ_k) / sd_ref(θ_k)``;
+    * the private sample's rank-normalised split R̂ (``arviz.rhat``).
+
+    Means and sds pool every chain and draw. Both arguments are released draws or public
+    reference draws, so the comparison costs no privacy.
+
+    Parameters
+    ----------
+    private, reference : xarray.DataTree or xarray.Dataset
+        ArviZ results with a ``posterior`` group (or the posterior dataset itself), with
+        dimensions ``chain`` and ``draw`` and any others. A compared variable must have the
+        same dimensions and coordinate values in both.
+    var_names : sequence of str, optional
+        Variables to compare. Default: every variable present in both posteriors.
+
+    Returns
+    -------
+    PosteriorDistance
+        Per-component arrays with their labels, and the summaries ``mean_error_median``,
+        ``mean_error_max``, ``sd_ratio_min``, ``sd_ratio_median``, ``sd_ratio_max`` and
+        ``rhat_max``.
+
+    Raises
+    ------
+    ValueError
+        If a result has no posterior group or no ``chain``/``draw`` dimensions, a requested
+        variable is missing, the variables' shapes or coordinates differ, or there is
+        nothing to compare.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_dp.evaluation import posterior_distance
+    >>> rng = np.random.default_rng(0)
+    >>> def result(loc, scale):
+    ...     draws = loc + scale * rng.standard_normal((2, 4000, 2))
+    ...     posterior = xr.Dataset({"beta": (("chain", "draw", "k"), draws)}, coords={"k": ["a", "b"]})
+    ...     return xr.DataTree.from_dict({"posterior": posterior})
+    >>> d = posterior_distance(result([1.0, 0.0], 2.0), result([0.0, 0.0], 1.0))
+    >>> d.labels
+    ('beta[a]', 'beta[b]')
+    >>> np.round(d.mean_error, 1).tolist(), np.round(d.sd_ratio, 1).tolist()
+    ([1.0, 0.0], [2.0, 2.0])
+    >>> bool(d.rhat_max < 1.01)
+    True
+    """
+    priv = _posterior(private, "private")
+    ref = _posterior(reference, "reference")
+    if var_names is None:
+        var_names = [v for v in ref.data_vars if v in priv.data_vars]
+    else:
+        var_names = list(var_names)
+        for v in var_names:
+            for ds, name in ((priv, "private"), (ref, "reference")):
+                if v not in ds.data_vars:
+                    raise ValueError(f"variable {v!r} is not in the posterior of {name}")
+    if not var_names:
+        raise ValueError("the two posteriors have no variable in common")
+
+    labels, errors, ratios, rhats = [], [], [], []
+    with warnings.catch_warnings():
+        # R̂ divides by a within-chain variance that is 0 for a chain that never moved.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat_ds = az.rhat(priv[var_names], method="rank")
+    for v in var_names:
+        p_vals, p_labels = _components(priv[v])
+        r_vals, r_labels = _components(ref[v])
+        if p_labels != r_labels:
+            raise ValueError(f"variable {v!r} differs in shape or coordinates between the two posteriors")
+        p_flat = p_vals.reshape(-1, p_vals.shape[-1])
+        r_flat = r_vals.reshape(-1, r_vals.shape[-1])
+        ref_sd = r_flat.std(axis=0, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            errors.append(np.abs(p_flat.mean(axis=0) - r_flat.mean(axis=0)) / ref_sd)
+            ratios.append(p_flat.std(axis=0, ddof=1) / ref_sd)
+        other = [d for d in priv[v].dims if d not in _SAMPLE_DIMS]
+        rhats.append(np.asarray(rhat_ds[v].transpose(*other).values, dtype=float).ravel())
+        labels.extend(r_labels)
+
+    mean_error = np.concatenate(errors)
+    sd_ratio = np.concatenate(ratios)
+    rhat = np.concatenate(rhats)
+    return PosteriorDistance(
+        labels=tuple(labels),
+        mean_error=mean_error,
+        sd_ratio=sd_ratio,
+        rhat=rhat,
+        mean_error_median=float(np.median(mean_error)),
+        mean_error_max=float(np.max(mean_error)),
+        sd_ratio_min=float(np.min(sd_ratio)),
+        sd_ratio_median=float(np.median(sd_ratio)),
+        sd_ratio_max=float(np.max(sd_ratio)),
+        rhat_max=float(np.max(rhat)),
+    )

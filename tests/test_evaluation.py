@@ -1,11 +1,12 @@
-"""Tests of pymc_dp.evaluation: the MMD of thesis 5.5."""
+"""Tests of pymc_dp.evaluation: the MMD of thesis 5.5 and the posterior distance."""
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import pymc_dp.evaluation as ev
 
-from pymc_dp.evaluation import median_heuristic_bandwidth, mmd
+from pymc_dp.evaluation import median_heuristic_bandwidth, mmd, posterior_distance
 
 
 def _population_mmd2(shift, s, bandwidth, d):
@@ -129,3 +130,76 @@ def test_max_points_subsamples_and_inputs():
         mmd(np.zeros((5, 2)), np.zeros((5, 2)), bandwidth=0.0)
     with pytest.raises(ValueError):
         mmd(np.array([[np.nan, 0.0], [0.0, 0.0]]), np.zeros((5, 2)))
+
+
+def _standardised(rng, shape):
+    """Draws of shape (chain, draw, k) whose pooled mean is 0 and sd (ddof=1) is 1 exactly."""
+    z = rng.normal(size=shape).reshape(-1, shape[-1])
+    z = (z - z.mean(axis=0)) / z.std(axis=0, ddof=1)
+    return z.reshape(shape)
+
+
+def _result(variables, coords=None, group="posterior"):
+    return xr.DataTree.from_dict({group: xr.Dataset(variables, coords=coords)})
+
+
+def test_posterior_distance_is_in_reference_sds():
+    rng = np.random.default_rng(9)
+    shape = (2, 500, 3)
+    ref_mean, ref_sd = np.array([1.0, -2.0, 0.0]), np.array([2.0, 0.5, 1.0])
+    priv_mean, priv_sd = np.array([4.0, -2.5, 0.0]), np.array([0.5, 1.0, 3.0])
+    dims = ("chain", "draw", "k")
+    coords = {"k": ["a", "b", "c"]}
+    reference = _result(
+        {
+            "beta": (dims, ref_mean + ref_sd * _standardised(rng, shape)),
+            "sigma": (dims[:2], 3.0 + 0.2 * _standardised(rng, (2, 500, 1))[..., 0]),
+            "only_in_reference": (dims[:2], rng.normal(size=(2, 500))),
+        },
+        coords,
+    )
+    private = _result(
+        {
+            "beta": (dims, priv_mean + priv_sd * _standardised(rng, shape)),
+            "sigma": (dims[:2], 2.9 + 0.1 * _standardised(rng, (2, 500, 1))[..., 0]),
+        },
+        coords,
+    )
+    d = posterior_distance(private, reference)
+    # Variables in both posteriors, in the reference's order; components labelled by coords.
+    assert d.labels == ("beta[a]", "beta[b]", "beta[c]", "sigma")
+    # |Δmean| / sd_ref: (1.5, 1, 0) for beta, 0.5 for sigma. Normalising by the private sd
+    # would give (6, 0.5, 0, 1); swapping mean and sd would give other numbers again.
+    np.testing.assert_allclose(d.mean_error, [1.5, 1.0, 0.0, 0.5], atol=1e-12)
+    np.testing.assert_allclose(d.sd_ratio, [0.25, 2.0, 3.0, 0.5], rtol=1e-12)
+    assert d.mean_error_median == pytest.approx(0.75)
+    assert d.mean_error_max == pytest.approx(1.5)
+    assert (d.sd_ratio_min, d.sd_ratio_median, d.sd_ratio_max) == pytest.approx((0.25, 1.25, 3.0))
+    # Independent normal draws mix: R̂ near 1.
+    assert d.rhat.shape == (4,) and d.rhat_max < 1.02
+    only_sigma = posterior_distance(private, reference, var_names=["sigma"])
+    assert only_sigma.labels == ("sigma",) and only_sigma.mean_error_max == pytest.approx(0.5)
+
+
+def test_posterior_distance_rhat_and_refusals():
+    rng = np.random.default_rng(10)
+    dims = ("chain", "draw")
+    reference = _result({"mu": (dims, rng.normal(size=(2, 400)))})
+    # Two chains that never met: pooled they are far from the reference and R̂ sees it.
+    apart = _result({"mu": (dims, rng.normal(size=(2, 400)) + [[-3.0], [3.0]])})
+    d = posterior_distance(apart, reference)
+    assert d.rhat_max > 1.5
+    assert d.mean_error_max < 0.2 < 2.0 < d.sd_ratio_max
+    mixed = posterior_distance(_result({"mu": (dims, rng.normal(size=(2, 400)))}), reference)
+    assert mixed.rhat_max < 1.02
+
+    with pytest.raises(ValueError, match="'nu' is not in the posterior of private"):
+        posterior_distance(apart, reference, var_names=["nu"])
+    with pytest.raises(ValueError, match="no variable in common"):
+        posterior_distance(_result({"tau": (dims, np.zeros((2, 4)))}), reference)
+    with pytest.raises(ValueError, match="shape or coordinates"):
+        posterior_distance(
+            _result({"mu": (("chain", "draw", "k"), np.zeros((2, 4, 2)))}, {"k": [0, 1]}), reference
+        )
+    with pytest.raises(ValueError, match="no posterior group"):
+        posterior_distance(_result({"mu": (dims, np.zeros((1, 3)))}, group="prior"), reference)
