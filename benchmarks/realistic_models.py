@@ -1,0 +1,323 @@
+"""Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
+
+Issue 13, item 6. Nine models of the kinds users write (linear and logistic regression with
+``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
+exposure offset, Student-t regression, a two-component normal mixture with ordered means,
+``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities), each on
+simulated data with n rows (one row per person) and weakly-informative priors.
+
+For every model and n the benchmark runs a non-private NUTS reference once
+(``pm.sample(draws=1000, tune=1000, chains=2)``), then, for every ε and step class, builds
+the step inside the model with **only** ``eps`` (``DPHMC(eps=ε)``, ``DPPenalty(eps=ε)``,
+``MinibatchDPPenalty(eps=ε)``, ``DPBarker(eps=ε)``) and runs
+``pymc_dp.sample(step=step, chains=2)`` without ``draws``/``tune`` unless ``--draws`` /
+``--tune`` are given. A step that cannot be built or run is reported with its exception
+type and the first line of its message, and the benchmark goes on.
+
+Each run prints one line, compared with the reference by
+:func:`pymc_dp.evaluation.posterior_distance` over every scalar component of every variable
+in both posteriors (free variables and deterministics):
+
+* ``err med/max``: median and maximum over components of |mean_private − mean_NUTS| in NUTS
+  posterior sds;
+* ``sd ratio min/med/max``: sd_private / sd_NUTS;
+* ``rhat``: the largest rank-normalised split R̂ of the private run;
+* ``time``: wall time of the private run (building the step and sampling), in seconds;
+* ``OK``/``MISS`` against issue 13's targets: at ε = 4 median ≤ 0.5 and max ≤ 1.5 sds, at
+  ε = 1 median ≤ 1 and max ≤ 3 sds (other ε: the ε = 1 targets), and every sd ratio in
+  [0.5, 2]; ``ERR`` for a run that raised.
+
+Then a count of OK/MISS/ERR per step class. The wall time of each NUTS reference is printed
+when it is made. Everything is seeded from ``--seed`` (data, reference, private runs): these
+are benchmark runs on simulated data, not releases.
+
+Usage::
+
+    python benchmarks/realistic_models.py [--models linear logistic ...] [--n 10000 100000]
+        [--eps 1 4] [--steps DPHMC DPPenalty MinibatchDPPenalty DPBarker] [--seed 13]
+        [--draws D] [--tune T]
+
+e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
+linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
+is 144 private runs and 18 NUTS references: hours on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import warnings
+
+from collections import Counter
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+import pymc_dp
+
+from pymc_dp.evaluation import posterior_distance
+
+STEPS = ("DPHMC", "DPPenalty", "MinibatchDPPenalty", "DPBarker")
+
+#: (median, max) of the mean error in reference sds, by ε; other ε use the ε = 1 targets.
+TARGETS = {4.0: (0.5, 1.5), 1.0: (1.0, 3.0)}
+SD_RATIO_RANGE = (0.5, 2.0)
+
+REFERENCE = dict(draws=1000, tune=1000, chains=2, progressbar=False)
+
+
+# --- models -------------------------------------------------------------------------------
+# Each builds simulated data with its own true parameters and returns the model. Covariates
+# are drawn on the scales a user would meet (one logistic covariate has sd 10) and not
+# standardised by the data: that would be a computation across rows.
+
+
+def linear(rng, n):
+    """Linear regression on four covariates."""
+    names = ["age", "income", "hours", "score"]
+    X = rng.normal(size=(n, 4))
+    y = 1.5 + X @ np.array([0.8, -1.2, 0.3, 2.0]) + rng.normal(0.0, 1.3, n)
+    with pm.Model(coords={"covariate": names}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "covariate"))
+        alpha = pm.Normal("alpha", 0.0, 10.0)
+        beta = pm.Normal("beta", 0.0, 5.0, dims="covariate")
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", alpha + X_data @ beta, sigma, observed=y, dims="obs")
+    return model
+
+
+def logistic(rng, n):
+    """Logistic regression; the last covariate (an age in years around 45) has sd 10."""
+    names = ["smoker", "bmi_z", "exercise", "age"]
+    X = np.column_stack(
+        [rng.binomial(1, 0.3, n), rng.normal(size=n), rng.normal(size=n), rng.normal(45.0, 10.0, n)]
+    )
+    logit_p = -3.0 + X @ np.array([0.7, 0.5, -0.4, 0.05])
+    y = rng.binomial(1, 1.0 / (1.0 + np.exp(-logit_p)))
+    with pm.Model(coords={"covariate": names}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "covariate"))
+        alpha = pm.Normal("alpha", 0.0, 5.0)
+        beta = pm.Normal("beta", 0.0, 1.0, dims="covariate")
+        pm.Bernoulli("y", logit_p=alpha + X_data @ beta, observed=y, dims="obs")
+    return model
+
+
+def hierarchical(rng, n):
+    """Varying intercepts for six regions (non-centred) and a common slope."""
+    regions = ["north", "south", "east", "west", "centre", "islands"]
+    group = rng.integers(0, len(regions), n)
+    a_true = 2.0 + 0.8 * rng.normal(size=len(regions))
+    x = rng.normal(size=n)
+    y = a_true[group] + 0.6 * x + rng.normal(0.0, 1.0, n)
+    with pm.Model(coords={"region": regions}) as model:
+        g = pm.Data("region_idx", group, dims="obs")
+        x_data = pm.Data("x", x, dims="obs")
+        mu_a = pm.Normal("mu_a", 0.0, 5.0)
+        sigma_a = pm.HalfNormal("sigma_a", 2.0)
+        z = pm.Normal("z", 0.0, 1.0, dims="region")
+        a = pm.Deterministic("a", mu_a + sigma_a * z, dims="region")
+        b = pm.Normal("b", 0.0, 2.0)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.Normal("y", a[g] + b * x_data, sigma, observed=y, dims="obs")
+    return model
+
+
+def poisson(rng, n):
+    """Poisson counts with a log exposure offset (person-years at risk)."""
+    names = ["treated", "severity", "age_z"]
+    exposure = rng.uniform(0.5, 5.0, n)
+    X = np.column_stack([rng.binomial(1, 0.5, n), rng.normal(size=n), rng.normal(size=n)])
+    rate = np.exp(-1.0 + X @ np.array([-0.4, 0.3, 0.2]))
+    y = rng.poisson(exposure * rate)
+    with pm.Model(coords={"covariate": names}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "covariate"))
+        exposure_data = pm.Data("exposure", exposure, dims="obs")
+        alpha = pm.Normal("alpha", 0.0, 3.0)
+        beta = pm.Normal("beta", 0.0, 1.0, dims="covariate")
+        log_mu = pt.log(exposure_data) + alpha + X_data @ beta
+        pm.Poisson("y", pt.exp(log_mu), observed=y, dims="obs")
+    return model
+
+
+def student_t(rng, n):
+    """Robust regression: Student-t errors with unknown degrees of freedom."""
+    names = ["dose", "weight_z"]
+    X = np.column_stack([rng.uniform(0.0, 4.0, n), rng.normal(size=n)])
+    y = 10.0 + X @ np.array([1.5, -0.7]) + 2.0 * rng.standard_t(4.0, n)
+    with pm.Model(coords={"covariate": names}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "covariate"))
+        alpha = pm.Normal("alpha", 0.0, 20.0)
+        beta = pm.Normal("beta", 0.0, 5.0, dims="covariate")
+        sigma = pm.HalfNormal("sigma", 5.0)
+        nu = pm.Gamma("nu", 2.0, 0.1)
+        pm.StudentT("y", nu=nu, mu=alpha + X_data @ beta, sigma=sigma, observed=y, dims="obs")
+    return model
+
+
+def mixture(rng, n):
+    """Two normal components with ordered means (no label switching)."""
+    component = rng.binomial(1, 0.7, n)
+    y = np.where(component == 1, rng.normal(1.5, 1.0, n), rng.normal(-2.0, 0.7, n))
+    with pm.Model(coords={"component": ["low", "high"], "obs": np.arange(n)}) as model:
+        w = pm.Dirichlet("w", np.ones(2), dims="component")
+        mu = pm.Normal(
+            "mu",
+            0.0,
+            5.0,
+            dims="component",
+            transform=pm.distributions.transforms.ordered,
+            initval=np.array([-1.0, 1.0]),
+        )
+        sigma = pm.HalfNormal("sigma", 2.0, dims="component")
+        pm.NormalMixture("y", w=w, mu=mu, sigma=sigma, observed=y, dims="obs")
+    return model
+
+
+def censored(rng, n):
+    """Normal regression on a measurement censored at the instrument's upper limit 12."""
+    upper = 12.0  # public: the instrument's range
+    x = rng.normal(size=n)
+    y = np.minimum(10.0 + 1.5 * x + rng.normal(0.0, 1.5, n), upper)
+    with pm.Model() as model:
+        x_data = pm.Data("x", x, dims="obs")
+        alpha = pm.Normal("alpha", 0.0, 20.0)
+        beta = pm.Normal("beta", 0.0, 5.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Censored(
+            "y", pm.Normal.dist(alpha + beta * x_data, sigma), lower=None, upper=upper, observed=y, dims="obs"
+        )
+    return model
+
+
+def mvnormal(rng, n):
+    """Two correlated measurements per person (systolic/diastolic blood pressure)."""
+    mean = np.array([120.0, 80.0])
+    sd = np.array([15.0, 10.0])
+    corr = np.array([[1.0, 0.6], [0.6, 1.0]])
+    y = rng.multivariate_normal(mean, corr * np.outer(sd, sd), n)
+    with pm.Model(coords={"measure": ["systolic", "diastolic"], "obs": np.arange(n)}) as model:
+        mu = pm.Normal("mu", np.array([100.0, 100.0]), 50.0, dims="measure")
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol_cov", n=2, eta=2.0, sd_dist=pm.HalfNormal.dist(30.0), compute_corr=True
+        )
+        pm.MvNormal("y", mu=mu, chol=chol, observed=y, dims=("obs", "measure"))
+    return model
+
+
+def deterministics(rng, n):
+    """Dose–response logistic model with derived quantities (ED50, odds ratio per mg)."""
+    dose = rng.uniform(0.0, 10.0, n)
+    y = rng.binomial(1, 1.0 / (1.0 + np.exp(-(-2.0 + 0.4 * dose))))
+    with pm.Model() as model:
+        dose_data = pm.Data("dose", dose, dims="obs")
+        alpha = pm.Normal("alpha", 0.0, 5.0)
+        beta = pm.Normal("beta", 0.0, 2.0)
+        pm.Deterministic("ed50", -alpha / beta)
+        pm.Deterministic("odds_ratio_per_mg", pt.exp(beta))
+        pm.Bernoulli("y", logit_p=alpha + beta * dose_data, observed=y, dims="obs")
+    return model
+
+
+MODELS = {
+    f.__name__: f
+    for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics)
+}
+
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+def _seed(*parts):
+    """A seed for one (model, n, ε, step) combination, independent of the others."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0])
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _verdict(d, eps):
+    med, mx = TARGETS.get(float(eps), TARGETS[1.0])
+    lo, hi = SD_RATIO_RANGE
+    ok = d.mean_error_median <= med and d.mean_error_max <= mx and lo <= d.sd_ratio_min and d.sd_ratio_max <= hi
+    return "OK" if ok else "MISS"
+
+
+def private_run(model, step_name, eps, seed, sample_kwargs):
+    """Build ``step_name(eps=eps)`` in ``model`` and sample two chains; (result, seconds, warnings)."""
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with model:
+            step = getattr(pymc_dp, step_name)(eps=eps)
+        idata = pymc_dp.sample(
+            step=step, model=model, chains=2, random_seed=seed, progressbar=False, **sample_kwargs
+        )
+    seconds = time.perf_counter() - start
+    kinds = sorted({w.category.__name__ for w in caught if not issubclass(w.category, DeprecationWarning)})
+    return idata, seconds, kinds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--n", nargs="+", type=int, default=[10_000, 100_000])
+    parser.add_argument("--eps", nargs="+", type=float, default=[1.0, 4.0])
+    parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=list(STEPS))
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--draws", type=int, default=None, help="passed to pymc_dp.sample (default: not given)")
+    parser.add_argument("--tune", type=int, default=None, help="passed to pymc_dp.sample (default: not given)")
+    args = parser.parse_args(argv)
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    sample_kwargs = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
+    print(
+        f"pymc_dp {getattr(pymc_dp, '__version__', '?')}, pymc {pm.__version__}; seed {args.seed}; "
+        f"private sample kwargs: {sample_kwargs or 'none (library defaults)'}"
+    )
+    header = (
+        f"{'model':<14} {'n':>7} {'eps':>4} {'step':<18} {'err med':>8} {'err max':>8} "
+        f"{'sd min':>7} {'sd med':>7} {'sd max':>7} {'rhat':>7} {'time s':>7}  verdict"
+    )
+    tally = {name: Counter() for name in args.steps}
+    for mi, name in enumerate(args.models):
+        for n in args.n:
+            model = MODELS[name](np.random.default_rng([args.seed, mi, n]), n)
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reference = pm.sample(model=model, random_seed=_seed(args.seed, mi, n), **REFERENCE)
+            ref_seconds = time.perf_counter() - start
+            print(f"\n[{name}, n={n}] NUTS reference: {ref_seconds:.1f} s")
+            print(header)
+            for eps in args.eps:
+                for si, step_name in enumerate(args.steps):
+                    seed = _seed(args.seed, mi, n, int(round(eps * 1000)), si)
+                    prefix = f"{name:<14} {n:>7} {eps:>4g} {step_name:<18}"
+                    try:
+                        idata, seconds, kinds = private_run(model, step_name, eps, seed, sample_kwargs)
+                    except Exception as exc:  # noqa: BLE001 - a failing step is a result to report
+                        tally[step_name]["ERR"] += 1
+                        print(f"{prefix} ERR {type(exc).__name__}: {_first_line(exc)}")
+                        continue
+                    d = posterior_distance(idata, reference)
+                    verdict = _verdict(d, eps)
+                    tally[step_name][verdict] += 1
+                    warned = f"  warnings: {', '.join(kinds)}" if kinds else ""
+                    print(
+                        f"{prefix} {d.mean_error_median:>8.2f} {d.mean_error_max:>8.2f} "
+                        f"{d.sd_ratio_min:>7.2f} {d.sd_ratio_median:>7.2f} {d.sd_ratio_max:>7.2f} "
+                        f"{d.rhat_max:>7.2f} {seconds:>7.1f}  {verdict}{warned}"
+                    )
+    print("\nSummary (runs per step: OK / MISS / ERR)")
+    for step_name, counts in tally.items():
+        print(f"  {step_name:<18} {counts['OK']:>3} / {counts['MISS']:>3} / {counts['ERR']:>3}")
+    total = sum(tally.values(), Counter())
+    print(f"  {'all':<18} {total['OK']:>3} / {total['MISS']:>3} / {total['ERR']:>3}")
+
+
+if __name__ == "__main__":
+    main()
