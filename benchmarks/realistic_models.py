@@ -257,7 +257,9 @@ def private_run(model, step_name, eps, seed, sample_kwargs):
             step=step, model=model, chains=2, random_seed=seed, progressbar=False, **sample_kwargs
         )
     seconds = time.perf_counter() - start
-    kinds = sorted({w.category.__name__ for w in caught if not issubclass(w.category, DeprecationWarning)})
+    # NumPy's RuntimeWarnings of diagnostics on chains that never moved say nothing new.
+    noise = (DeprecationWarning, RuntimeWarning)
+    kinds = sorted({w.category.__name__ for w in caught if not issubclass(w.category, noise)})
     return idata, seconds, kinds
 
 
@@ -272,7 +274,9 @@ def main(argv=None):
     parser.add_argument("--tune", type=int, default=None, help="passed to pymc_dp.sample (default: not given)")
     args = parser.parse_args(argv)
 
-    logging.getLogger("pymc").setLevel(logging.ERROR)
+    # PyMC's convergence messages would interleave with the table; r̂ is in it.
+    for logger in ("pymc", "pymc.sampling.mcmc", "pymc.stats.convergence"):
+        logging.getLogger(logger).setLevel(logging.CRITICAL)
     sample_kwargs = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
     print(
         f"pymc_dp {getattr(pymc_dp, '__version__', '?')}, pymc {pm.__version__}; seed {args.seed}; "
@@ -285,11 +289,15 @@ def main(argv=None):
     tally = {name: Counter() for name in args.steps}
     for mi, name in enumerate(args.models):
         for n in args.n:
-            model = MODELS[name](np.random.default_rng([args.seed, mi, n]), n)
+            # Same data for every run; a fresh model for each, so that no run sees what an
+            # earlier one did to the model (sampling caches and rewrites its graphs).
+            def build():
+                return MODELS[name](np.random.default_rng([args.seed, mi, n]), n)
+
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                reference = pm.sample(model=model, random_seed=_seed(args.seed, mi, n), **REFERENCE)
+                reference = pm.sample(model=build(), random_seed=_seed(args.seed, mi, n), **REFERENCE)
             ref_seconds = time.perf_counter() - start
             print(f"\n[{name}, n={n}] NUTS reference: {ref_seconds:.1f} s")
             print(header)
@@ -298,7 +306,7 @@ def main(argv=None):
                     seed = _seed(args.seed, mi, n, int(round(eps * 1000)), si)
                     prefix = f"{name:<14} {n:>7} {eps:>4g} {step_name:<18}"
                     try:
-                        idata, seconds, kinds = private_run(model, step_name, eps, seed, sample_kwargs)
+                        idata, seconds, kinds = private_run(build(), step_name, eps, seed, sample_kwargs)
                     except Exception as exc:  # noqa: BLE001 - a failing step is a result to report
                         tally[step_name]["ERR"] += 1
                         print(f"{prefix} ERR {type(exc).__name__}: {_first_line(exc)}")
