@@ -229,25 +229,5 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         return view.theta(state.q), stats
 
     def _choose_settings(self) -> None:
-        """After the warm-up: the clip bound and proposal shape it released, unless given.
-
-        In whitened coordinates the posterior is close to N(0, I): unit proposal sds, and a
-        first scale at which the ratio's noise σ = 2·b·z·‖u' − u‖ is about 1 (where the
-        penalty still lets a fair share of proposals through) or the random-walk optimum
-        2.38/√d, whichever is smaller. Tuning then follows the acceptance rate.
-        """
-        dim = self.private_model.dim
-        if self.warmup is None:
-            return
-        found = self._warmup_result
-        if self._view.whitened:
-            with self._changing_settings():
-                self.clip_bound = float(found.clip)
-            sds = np.ones(dim)
-        else:
-            sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
-        walk = self.proposal == "random_walk"  # the others move one coordinate at a time
-        length = float(np.linalg.norm(sds) if walk else np.max(sds))
-        noise_per_scale = 2.0 * self.clip_bound * self.noise_multiplier * length
-        scaling = min(2.38 / np.sqrt(dim) if walk else 2.38, 1.0 / noise_per_scale)
-        self._set_proposal_shape(None if self._S_given else sds, scaling)
+        # the ratio's noise sd per unit of ‖θ' − θ‖ (in the sampler's coordinates)
+        self._choose_proposal(lambda: 2.0 * self.clip_bound * self.noise_multiplier)

@@ -282,23 +282,9 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         return cache[1]
 
     def _choose_settings(self) -> None:
-        """After the warm-up: its clip bound and proposal shape, unless given (as DPPenalty,
-        with the noise of λ: σ ≈ z·(n/b)·2·b_clip·‖u' − u‖ about 1 at the first scale)."""
-        if self.warmup is None:
-            return
-        dim = self.private_model.dim
-        if self._view.whitened:
-            with self._changing_settings():
-                self.clip_bound = float(self._warmup_result.clip)
-            sds = np.ones(dim)
-        else:
-            sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
-        walk = self.proposal == "random_walk"
-        length = float(np.linalg.norm(sds) if walk else np.max(sds))
+        # λ's noise sd per unit of ‖θ' − θ‖: its sensitivity grows with nT/b
         n = self.private_model.n_data
-        noise_per_scale = (
-            self.noise_multiplier * (n * self.tempering / self.batch_size) * 2.0
-            * self.clip_bound * length
+        self._choose_proposal(
+            lambda: self.noise_multiplier * (n * self.tempering / self.batch_size) * 2.0
+            * self.clip_bound
         )
-        scaling = min(2.38 / np.sqrt(dim) if walk else 2.38, 1.0 / noise_per_scale)
-        self._set_proposal_shape(None if self._S_given else sds, scaling)

@@ -334,6 +334,30 @@ class PrivateWarmup:
             self._view = AffineView(pmodel)
         return found.mean
 
+    def _choose_proposal(self, noise_per_distance) -> None:
+        """After the warm-up: the released clip bound and the proposal shape, unless given.
+
+        Whitened, the posterior is close to N(0, I): unit proposal sds, and a first scale
+        at which the ratio's noise sd (``noise_per_distance()`` per unit of move, evaluated
+        once the clip bound is set) is about 1 for a typical move, where the penalty still
+        lets a fair share of proposals through, or the random-walk optimum 2.38/√d,
+        whichever is smaller. Tuning then follows the acceptance rate. With a clip bound
+        given by hand, θ's own coordinates and sds from Ĥ⁻¹ (unless ``S`` was given).
+        """
+        if self.warmup is None:
+            return
+        dim = self.private_model.dim
+        if self._view.whitened:
+            with self._changing_settings():
+                self.clip_bound = float(self._warmup_result.clip)
+            sds = np.ones(dim)
+        else:
+            sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
+        walk = self.proposal == "random_walk"  # the others move one coordinate at a time
+        length = float(np.linalg.norm(sds) if walk else np.max(sds))
+        scaling = min(2.38 / np.sqrt(dim) if walk else 2.38, 1.0 / (noise_per_distance() * length))
+        self._set_proposal_shape(None if self._S_given else sds, scaling)
+
     def _warmup_variances(self) -> np.ndarray:
         """The diagonal of Ĥ⁻¹: posterior variances of θ's coordinates (released)."""
         return np.diag(np.linalg.inv(self._warmup_result.hessian))
