@@ -54,10 +54,11 @@ class DPBarker(SubsampledPrivateStep):
         included.
     delta : float, optional
         Budget δ in (0, 1); default ``0.1 / n``.
-    batch_size : int
+    batch_size : int, optional
         b, the rows read per iteration: at least 16 (Theorem 7 needs an integer order
         2 < α < b/5) and at most n. Larger batches cost more privacy per iteration but
-        bind the clip less.
+        bind the clip less. Default: the largest batch whose budget pays for the run's
+        chains and length, chosen when the run is planned (public numbers only).
     tempering : float
         T = n0/n in (0, 1]: the chain targets the tempered posterior ∝ prior ·
         likelihood^T, and the clip bound √b/n0 on the untempered ratios loosens as T

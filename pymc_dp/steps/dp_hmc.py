@@ -106,24 +106,26 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         included.
     delta : float, optional
         Budget δ in (0, 1); default ``0.1 / n``.
-    grad_clip : float
-        Required. b_g: each datum's gradient ∇ℓ_j(θ) (on the value space, all free variables
+    grad_clip : float, optional
+        Default: chosen privately per chain by the warm-up (with ``loglik_clip``, in its
+        whitened coordinates; give both or neither). b_g: each datum's gradient ∇ℓ_j(θ) (on the value space, all free variables
         together) is clipped to ℓ2 norm ``b_g``. Too small biases the dynamics (not the
         stationary distribution: the acceptance test corrects it) and lowers acceptance;
         too large adds noise.
-    loglik_clip : float
-        Required. b_l: each per-datum log-likelihood ratio is clipped to ``±b_l‖θ_L−θ‖₂``, as in
+    loglik_clip : float, optional
+        Default: chosen by the warm-up, as ``grad_clip``. b_l: each per-datum log-likelihood ratio is clipped to ``±b_l‖θ_L−θ‖₂``, as in
         :class:`~pymc_dp.DPPenalty` (``clip_bound``). Too small biases the posterior.
     n_steps : int, optional
-        L, the number of leapfrog steps (gradient releases) per iteration. Default 10
-        unless ``path_length`` is given.
+        L, the number of leapfrog steps (gradient releases) per iteration. Default 4 in the
+        warm-up's whitened coordinates, else 10, unless ``path_length`` is given.
     path_length : float, optional
         Instead of ``n_steps``: L = max(1, round(path_length / step_size)) with the
         *initial* step size. L is fixed for the whole run, because every leapfrog step is a
         release that the budget must have paid for before the chain starts.
     step_size : float, optional
-        Initial leapfrog step size η on the value space (default ``0.25 / dim**0.25``, as
-        ``pm.HamiltonianMC``); adapted during tuning.
+        Initial leapfrog step size η (default ``0.5 / dim**0.25`` in the warm-up's
+        whitened coordinates, else ``0.25 / dim**0.25`` as ``pm.HamiltonianMC``); adapted
+        during tuning.
     budget_split : float, optional
         Share, in (0, 1), of the chain's privacy budget (its μ in the exact Gaussian
         accountant) spent on gradient releases; the rest pays for the ratios. Default
@@ -137,10 +139,22 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         Dual averaging of η toward ``target_accept`` during tuning (default True).
     inv_mass : array, optional
         Diagonal of the inverse mass matrix M⁻¹ (a posterior variance guess per value-space
-        coordinate); default ones.
+        coordinate; needs the clip bounds). Default: the identity in the warm-up's whitened
+        coordinates, or its Laplace variances with hand-set clip bounds (ones without it).
     adapt_mass_matrix : bool
         Re-estimate the diagonal of M⁻¹ from the chain's own tuning draws in doubling
         windows (:func:`mass_matrix_windows`; default False).
+    warmup : bool or pymc_dp.WarmupPlan
+        The private warm-up at the start of every chain (default ``True``: half of each
+        chain's budget; docs/private-mcmc.md, "Settings chosen privately"). It chooses the
+        start, the coordinates (whitened by a private curvature estimate) and the clip
+        bounds. ``False``: no warm-up (then give the clip bounds).
+    method : {"auto", "mcmc", "laplace"}
+        ``"auto"`` (default): MCMC, unless the budget cannot move a chain (a public
+        estimate, :func:`pymc_dp.steps.warmup.expected_moves`): then the whole budget goes
+        to the warm-up and the draws come from its private Laplace approximation, with a
+        :class:`pymc_dp.LaplaceApproximationWarning`. ``"mcmc"``: refuse such a run before
+        reading data. ``"laplace"``: always draw from the approximation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -174,10 +188,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     >>> with pm.Model():
     ...     mu = pm.Normal("mu", 0, 10)
     ...     _ = pm.Normal("y", mu, 1, observed=y)
-    ...     step = pymc_dp.DPHMC(eps=1.0, grad_clip=3.0, loglik_clip=3.0, n_steps=5,
-    ...                          step_size=0.02, chains=2)
-    ...     idata = pymc_dp.sample(step=step, draws=200, tune=200, chains=2,
-    ...                            random_seed=1, progressbar=False)
+    ...     step = pymc_dp.DPHMC(eps=1.0, chains=2)
+    ...     idata = pymc_dp.sample(step=step, chains=2, random_seed=1, progressbar=False)
     >>> idata.attrs["dp_epsilon"] <= 1.0
     True
     """

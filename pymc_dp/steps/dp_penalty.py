@@ -35,10 +35,11 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         included.
     delta : float, optional
         Budget δ in (0, 1); default ``0.1 / n``.
-    clip_bound : float
+    clip_bound : float, optional
         b: each per-datum log-likelihood ratio is clipped to ``±b‖θ'−θ‖₂`` (the Lipschitz
-        bound the model is forced to have). Too small biases the posterior; too large adds
-        noise. A non-private pilot on public or synthetic data is the way to choose it.
+        bound the model is forced to have). Default: chosen privately per chain by the
+        warm-up, in its whitened coordinates. Given by hand it is in θ's units: too small
+        biases the posterior, too large adds noise.
     proposal : {"random_walk", "one_component", "guided"}
         Gaussian random walk on all coordinates; one random coordinate per iteration
         (smaller ‖θ'−θ‖, so less noise); or the guided walk (one coordinate, moving in its
@@ -47,11 +48,25 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         Fix z (noise std / sensitivity) instead of calibrating it from ``eps``; the run is
         then accounted and must still fit in the budget.
     S : array, optional
-        Per-coordinate proposal standard deviations on the value space (default ones).
-    scaling : float
-        Initial factor on ``S``; tuned from acceptance decisions during tuning.
+        Per-coordinate proposal standard deviations on the value space (needs
+        ``clip_bound``). Default: from the warm-up (unit sds in its whitened coordinates,
+        or the sds of its Laplace approximation with a hand-set clip bound).
+    scaling : float, optional
+        Initial factor on ``S``; tuned from acceptance decisions during tuning. Default:
+        chosen after the warm-up so that the ratio's noise sd is about 1 (1.0 without it).
     tune_interval : int
         Tuning period in iterations.
+    warmup : bool or pymc_dp.WarmupPlan
+        The private warm-up at the start of every chain (default ``True``: half of each
+        chain's budget; docs/private-mcmc.md, "Settings chosen privately"). It chooses the
+        start, the coordinates (whitened by a private curvature estimate) and the clip
+        bound(s). ``False``: no warm-up (then give the clip bound(s)).
+    method : {"auto", "mcmc", "laplace"}
+        ``"auto"`` (default): MCMC, unless the budget cannot move a chain (a public
+        estimate, :func:`pymc_dp.steps.warmup.expected_moves`): then the whole budget goes
+        to the warm-up and the draws come from its private Laplace approximation, with a
+        :class:`pymc_dp.LaplaceApproximationWarning`. ``"mcmc"``: refuse such a run before
+        reading data. ``"laplace"``: always draw from the approximation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -69,9 +84,8 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     >>> with pm.Model():
     ...     mu = pm.Normal("mu", 0, 10)
     ...     _ = pm.Normal("y", mu, 1, observed=y)
-    ...     step = pymc_dp.DPPenalty(eps=1.0, clip_bound=3.0, proposal="guided", chains=2)
-    ...     idata = pymc_dp.sample(step=step, draws=500, tune=500, chains=2,
-    ...                            random_seed=1, progressbar=False)
+    ...     step = pymc_dp.DPPenalty(eps=1.0, chains=2)
+    ...     idata = pymc_dp.sample(step=step, chains=2, random_seed=1, progressbar=False)
     >>> idata.attrs["dp_epsilon"] <= 1.0
     True
     """

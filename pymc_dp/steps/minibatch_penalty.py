@@ -54,12 +54,13 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         included.
     delta : float, optional
         Budget δ in (0, 1); default ``0.1 / n``.
-    batch_size : int
-        b, the rows read per iteration, ``1 ≤ b ≤ n``. The noise grows with ``nT/b``: use
-        tempering or large batches on large data sets.
-    clip_bound : float
+    batch_size : int, optional
+        b, the rows read per iteration, ``1 ≤ b ≤ n``; default ``10√n`` (at least 100). The
+        noise grows with ``nT/b``: use tempering or large batches on large data sets.
+    clip_bound : float, optional
         L: each per-datum ratio is clipped to ``±L‖θ'−θ‖`` (on the untempered
-        log-likelihood). Choose it from public knowledge, never from the private data.
+        log-likelihood). Default: chosen privately per chain by the warm-up, in its
+        whitened coordinates. By hand: from public knowledge, never from the private data.
     tempering : float
         T = n0/n in (0, 1]: the chain targets the tempered posterior ∝ prior · likelihood^T.
         Default 1 (no tempering).
@@ -70,7 +71,14 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         Fix z instead of calibrating it; the planned run must still fit in the budget.
     S, scaling, tune_interval
         Per-coordinate proposal standard deviations, their initial factor (tuned from
-        accept decisions during tuning) and the tuning period.
+        accept decisions during tuning) and the tuning period; as for
+        :class:`~pymc_dp.DPPenalty`.
+    warmup : bool or pymc_dp.WarmupPlan
+        The private warm-up at the start of every chain (default ``True``: the μ that half of
+        ε buys alone, composed with the minibatch releases; docs/private-mcmc.md, "Settings chosen privately"). It chooses the
+        start, the coordinates (whitened by a private curvature estimate) and the clip
+        bound(s). ``False``: no warm-up (then give the clip bound(s)).
+        The warm-up reads every row (it is not subsampled).
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
