@@ -126,15 +126,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        hand_clipped = clip_bound is not None
-        if not hand_clipped and (warmup is False or S is not None):
-            raise ValueError(
-                "DPPenalty chooses clip_bound privately in its warm-up, in the warm-up's own "
-                "coordinates. Give clip_bound too when you give S (both in θ's units), and "
-                "when you turn the warm-up off (warmup=False)."
-            )
-        self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
-        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
+        self._init_clip_bound(clip_bound, S, warmup, method=method)
         self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")

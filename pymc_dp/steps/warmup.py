@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
+from pymc_dp.accounting.validation import check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.kernels.warmup import LaplaceWarmup, laplace_warmup, whitening
 
@@ -135,6 +136,22 @@ class PrivateWarmup:
 
     #: whether the step can draw from the private Laplace approximation instead of MCMC
     laplace_capable = False
+
+    def _init_clip_bound(self, clip_bound, S, warmup, method: str = "mcmc") -> None:
+        """Set ``clip_bound`` (None: the warm-up chooses it) and the warm-up (public args).
+
+        For the penalty steps, whose one clip bound and proposal sds ``S`` are in θ's units
+        when given: ``S`` without a clip bound, or no warm-up without one, is refused.
+        """
+        hand_clipped = clip_bound is not None
+        if not hand_clipped and (warmup is False or S is not None):
+            raise ValueError(
+                f"{type(self).__name__} chooses clip_bound privately in its warm-up, in the "
+                "warm-up's own coordinates. Give clip_bound too when you give S (both in θ's "
+                "units), and when you turn the warm-up off (warmup=False)."
+            )
+        self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
+        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
 
     def _init_warmup(self, warmup, *, hand_clipped: bool, method: str = "mcmc") -> None:
         if method not in METHODS:
