@@ -370,7 +370,7 @@ def laplace_warmup(
     clip_margin: float = 1.0,
     noise_floor: float = 1.0,
     shape_floor: float = 0.05,
-    max_change: float = 10.0,
+    max_change: float = 100.0,
     trust_radius: float = 1e4,
     grid: np.ndarray = DEFAULT_GRID,
 ) -> LaplaceWarmup:
@@ -415,15 +415,19 @@ def laplace_warmup(
         grads = np.asarray(grads_fn(q), dtype=float)
         n = len(grads)
         if t == 0:
-            # No metric yet: scale each coordinate by its own median (it only sets the
-            # scale, and its count dwarfs the noise), times √n: a curvature
-            # sums n data, so this metric is roughly the posterior's. This release and the
-            # norms' share the iteration's norm budget: √2 z each, 1/(2z²) together.
+            # No metric yet: a diagonal one from the data's curvature, about n·scale_k² for
+            # a typical |g_jk| (its count dwarfs the noise), plus the public prior's. The
+            # 0.9 quantile, not the median: a coordinate whose gradient is zero for most
+            # rows (a binary covariate, a group's own parameter) still gets its scale; the
+            # prior's curvature keeps one whose gradients all vanish at the start (a scale
+            # multiplying zeros) from a metric of zero width. This release and the norms'
+            # share the iteration's norm budget: √2 z each, 1/(2z²) together.
             z_norms = z_norms * np.sqrt(2.0)
             scales = noisy_scales(
-                rng, grads, quantile=0.5, noise_multiplier=z_norms, grid=grid[::2]
+                rng, grads, quantile=0.9, noise_multiplier=z_norms, grid=grid[::2]
             )
-            w = np.diag(1.0 / (scales * np.sqrt(n)))
+            prior_diag = np.clip(np.diag(np.asarray(prior_hessian_fn(q), dtype=float)), 0.0, None)
+            w = np.diag(1.0 / np.sqrt(n * scales**2 + prior_diag))
             level_grid = grid
         else:
             level_grid = whitened_grid(d, n)

@@ -144,3 +144,45 @@ def test_coordinate_scales_add_noise_for_d_histograms(monkeypatch):
     grads = np.random.default_rng(0).normal(size=(500, d))
     warmup.noisy_scales(np.random.default_rng(1), grads, quantile=0.9, noise_multiplier=z)
     assert calls == [pytest.approx(z * np.sqrt(d))] * d
+
+
+def _logistic_problem(n, seed):
+    """Logistic regression with an intercept, a binary covariate that is 1 for 20 % of rows,
+    and a covariate on scale 10; its MAP and curvature under N(0, 5²) priors (by Newton)."""
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(n), rng.binomial(1, 0.2, n), rng.normal(0.0, 10.0, n)])
+    y = rng.binomial(1, 1 / (1 + np.exp(-(x @ np.array([-0.5, 0.7, 0.05])))))
+    prior_prec = np.eye(3) / 25.0
+
+    def rows(q):
+        return (y - 1 / (1 + np.exp(-(x @ q))))[:, None] * x
+
+    q = np.zeros(3)
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-(x @ q)))
+        hess = (x * (p * (1 - p))[:, None]).T @ x + prior_prec
+        q = q + np.linalg.solve(hess, rows(q).sum(0) - prior_prec @ q)
+    return rows, prior_prec, q, hess
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_laplace_warmup_finds_coordinates_whose_gradients_are_mostly_zero(seed):
+    # The binary covariate's gradient is zero for 80 % of rows. A first metric from the
+    # median gave that coordinate a scale of the grid's lowest edge, and the noise then
+    # held the others 5-25 posterior sds from the MAP. At the noise a chain's warm-up has
+    # with ε = 1 over two chains, n = 10⁴ (the Laplace mode's whole chain budget), every
+    # coordinate must come within 3 posterior sds of the MAP, with its width.
+    from pymc_dp.accounting.gaussian import max_gaussian_mu
+    from pymc_dp.steps.warmup import DEFAULT_WARMUP
+
+    rows, prior_prec, map_, hess = _logistic_problem(10_000, 0)
+    chain_mu = max_gaussian_mu(1.0, 1e-5) / 2
+    with np.errstate(over="ignore"):
+        res = laplace_warmup(
+            np.random.default_rng(seed), np.zeros(3), rows, lambda q: -prior_prec @ q,
+            lambda q: prior_prec, quantile=0.999,
+            noise_multipliers=DEFAULT_WARMUP.noise_multipliers(chain_mu / DEFAULT_WARMUP.share),
+        )
+    sd = np.sqrt(np.diag(np.linalg.inv(hess)))
+    assert np.all(np.abs(res.mean - map_) < 3.0 * sd)
+    assert np.all(np.abs(np.sqrt(np.diag(np.linalg.inv(res.hessian))) / sd - 1.0) < 0.25)
