@@ -150,11 +150,15 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         start, the coordinates (whitened by a private curvature estimate) and the clip
         bounds. ``False``: no warm-up (then give the clip bounds).
     method : {"auto", "mcmc", "laplace"}
-        ``"auto"`` (default): MCMC, unless the budget cannot move a chain (a public
-        estimate, :func:`pymc_dp.steps.warmup.expected_moves`): then the whole budget goes
-        to the warm-up and the draws come from its private Laplace approximation, with a
-        :class:`pymc_dp.LaplaceApproximationWarning`. ``"mcmc"``: refuse such a run before
-        reading data. ``"laplace"``: always draw from the approximation.
+        ``"auto"`` (default): MCMC when the budget lets chains mix (a public estimate,
+        :func:`pymc_dp.steps.warmup.expected_moves`, of at least
+        :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain), else
+        the whole budget goes to the warm-up and the draws come from its private Laplace
+        approximation, with a :class:`pymc_dp.LaplaceApproximationWarning`. Clip bounds
+        given by hand ask for MCMC: ``"auto"`` then leaves it only for a run that would
+        leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
+        but a run that would leave its chains frozen (under one expected move) is refused
+        before reading data. ``"laplace"``: always draw from the approximation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -512,6 +516,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     def _start_chain(self) -> None:
         self._hmc_state = None
         self._start_chain_accounting()
+        self._start_warmup_chain()
         self.reset_tuning()
         self.tune = self._tune_length > 0
         self.window_ends = mass_matrix_windows(self._tune_length) if self.adapt_mass_matrix else []

@@ -62,11 +62,15 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         start, the coordinates (whitened by a private curvature estimate) and the clip
         bound(s). ``False``: no warm-up (then give the clip bound(s)).
     method : {"auto", "mcmc", "laplace"}
-        ``"auto"`` (default): MCMC, unless the budget cannot move a chain (a public
-        estimate, :func:`pymc_dp.steps.warmup.expected_moves`): then the whole budget goes
-        to the warm-up and the draws come from its private Laplace approximation, with a
-        :class:`pymc_dp.LaplaceApproximationWarning`. ``"mcmc"``: refuse such a run before
-        reading data. ``"laplace"``: always draw from the approximation.
+        ``"auto"`` (default): MCMC when the budget lets chains mix (a public estimate,
+        :func:`pymc_dp.steps.warmup.expected_moves`, of at least
+        :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain), else
+        the whole budget goes to the warm-up and the draws come from its private Laplace
+        approximation, with a :class:`pymc_dp.LaplaceApproximationWarning`. Clip bounds
+        given by hand ask for MCMC: ``"auto"`` then leaves it only for a run that would
+        leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
+        but a run that would leave its chains frozen (under one expected move) is refused
+        before reading data. ``"laplace"``: always draw from the approximation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -195,6 +199,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     def _start_chain(self) -> None:
         self._penalty_state = None
         self._start_chain_accounting()
+        self._start_warmup_chain()
         self._start_proposal_chain()
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:

@@ -237,6 +237,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     def _start_chain(self) -> None:
         super()._start_chain()
+        self._start_warmup_chain()
         self._u = None
 
     # ------------------------------------------------------------------ sampling

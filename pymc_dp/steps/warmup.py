@@ -38,6 +38,7 @@ __all__ = [
     "AffineView",
     "DEFAULT_WARMUP",
     "LaplaceApproximationWarning",
+    "MCMC_MIN_MOVES",
     "METHODS",
     "PrivateWarmup",
     "expected_moves",
@@ -51,6 +52,15 @@ METHODS = ("auto", "mcmc", "laplace")
 #: The clip bound's square in units of its expectation d/n in the whitened metric (a high
 #: quantile of a norm whose square is about χ²_d / n): a planning figure, read no data.
 _CLIP_RATIO_SQUARED = 4.0
+
+
+#: ``method="auto"`` runs MCMC only when the sampler's budget buys at least this many
+#: independent draws per chain (:func:`expected_moves`), else it draws from the private
+#: Laplace approximation. Not 1: the estimate is a best case (a random walk at its optimal
+#: scale, noise at its planned level); in the realistic-models benchmark chains with ~40
+#: expected moves still did not mix (R̂ 2–3), while the approximation they would have had
+#: was within the targets' reach.
+MCMC_MIN_MOVES = 100.0
 
 
 class LaplaceApproximationWarning(UserWarning):
@@ -196,42 +206,43 @@ class PrivateWarmup:
         return mu - self._warmup_mu
 
     def _choose_method(self, iterations: int, chains: int) -> None:
-        """Decide, from public numbers only, whether MCMC can move with this budget.
+        """Decide, from public numbers only, whether MCMC can mix with this budget.
 
         :func:`expected_moves` estimates how many independent posterior draws the sampler's
         share buys. ``method="auto"`` draws from the private Laplace approximation when it
-        is below one (the chain would hardly leave its start, and the budget is better
-        spent on the approximation); ``method="mcmc"`` refuses such a run before any data
-        is read, with the numbers.
+        is below :data:`MCMC_MIN_MOVES` (the chain would hardly mix, and the budget is
+        better spent on the approximation); ``method="mcmc"`` refuses a run in which it is
+        below one (the chain would hardly leave its start) before any data is read, with
+        the numbers.
         """
         if (
             self.method == "laplace" or not self.laplace_capable or self._fixed_noise
             or self.warmup is None
         ):
             return  # (noise fixed by hand, or no warm-up: the user asked for that MCMC run)
-        moves = expected_moves(
-            (1 - self._warmup_share()) * self._chain_mu_allotment(chains),
-            self.private_model.n_data,
-            self.private_model.dim,
-        )
-        frozen = moves < 1.0
-        if self.method == "mcmc" and frozen:
-            raise PrivacyBudgetExceeded(
-                f"This run would leave its chains frozen: with ε = {self.epsilon:.4g} over "
-                f"{chains} chain(s), n = {self.private_model.n_data} and {self.private_model.dim} "
-                f"parameters, the noise of the sampler's releases allows about {moves:.2g} "
-                "independent draws per chain whatever its length. Sample fewer chains, give a "
-                "larger budget, or use method='auto' (the default), which then draws from the "
-                "private Laplace approximation. No data was read."
-            )
+        moves = self._expected_moves(chains)
+        if self.method == "mcmc":
+            if moves < 1.0:
+                raise PrivacyBudgetExceeded(
+                    f"This run would leave its chains frozen: with ε = {self.epsilon:.4g} over "
+                    f"{chains} chain(s), n = {self.private_model.n_data} and "
+                    f"{self.private_model.dim} parameters, the noise of the sampler's releases "
+                    f"allows about {moves:.2g} independent draws per chain whatever its length. "
+                    "Sample fewer chains, give a larger budget, or use method='auto' (the "
+                    "default), which then draws from the private Laplace approximation. No "
+                    "data was read."
+                )
+            return
+        laplace = moves < self._min_moves()
         with self._changing_settings():
-            self._laplace = frozen
-        if frozen:
+            self._laplace = laplace
+        if laplace:
             warnings.warn(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
-                "draws per chain here, too few for a chain to move; the draws come from the "
-                "private Laplace approximation N(θ̂, Ĥ⁻¹) that the whole budget pays for "
-                "(method='auto'). Give a larger budget or fewer chains for MCMC.",
+                f"draws per chain here, too few for chains to mix (method='auto' asks for "
+                f"{self._min_moves():.0f}); the draws come from the private Laplace "
+                "approximation N(θ̂, Ĥ⁻¹) that the whole budget pays for. Give a larger "
+                "budget or fewer chains for MCMC, or method='mcmc' to run it anyway.",
                 LaplaceApproximationWarning,
                 stacklevel=2,
             )
@@ -248,8 +259,12 @@ class PrivateWarmup:
             return True
         return (
             self.method == "auto" and self.laplace_capable and not self._fixed_noise
-            and self.warmup is not None and self._expected_moves(chains) < 1.0
+            and self.warmup is not None and self._expected_moves(chains) < self._min_moves()
         )
+
+    def _min_moves(self) -> float:
+        # Clip bounds given by hand ask for MCMC: leave it only for a run that would freeze.
+        return MCMC_MIN_MOVES if self._whiten else 1.0
 
     def default_length(self, chains: int) -> tuple[int, int]:
         # Draws from the Laplace approximation are free: many, no tuning.
@@ -291,6 +306,12 @@ class PrivateWarmup:
                 f"alone: {2 * norm.cdf(-sigma / 2):.2f} (noise sd ≈ {sigma:.3g})"
             )
         return notes
+
+    def _start_warmup_chain(self) -> None:
+        """Forget the last chain's warm-up: every chain pays for its own and runs it (with
+        its own generator), so a run is the same whether PyMC runs its chains in one
+        process, one after another, or in several."""
+        self._warmup_result = None
 
     def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:
         """One draw from the private Laplace approximation (post-processing: no release)."""

@@ -96,7 +96,7 @@ def test_the_warmup_spends_what_the_ledger_reserved_and_the_run_its_budget(
     model, *_ = make_conjugate(n=500)
     eps, delta = 1.0, 1e-4
     with model:
-        step = step_class(eps=eps, delta=delta, chains=1)
+        step = step_class(eps=eps, delta=delta, chains=1, method="mcmc")
         idata = pymc_dp.sample(step=step, draws=30, tune=0, chains=1, **SAMPLE)
     report = json.loads(idata.attrs["dp_report"])
     text = json.dumps(report)
@@ -208,6 +208,45 @@ def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_c
     with model:  # with budget enough to move, MCMC
         step = pymc_dp.DPPenalty(eps=50.0, chains=2)
         assert not step._will_use_laplace(2)
+
+
+def test_auto_runs_mcmc_only_when_the_budget_lets_chains_mix(make_conjugate):
+    # Between "frozen" (< 1 expected move) and MCMC_MIN_MOVES, auto takes the Laplace
+    # approximation, while method="mcmc" still runs MCMC (it is not frozen).
+    from pymc_dp.steps.warmup import MCMC_MIN_MOVES
+
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        for eps in (2.0, 5.0):
+            auto = pymc_dp.DPPenalty(eps=eps, chains=2)
+            assert 1.0 < auto._expected_moves(2) < MCMC_MIN_MOVES
+            assert auto._will_use_laplace(2)
+            mcmc = pymc_dp.DPPenalty(eps=eps, chains=2, method="mcmc")
+            mcmc.plan(chains=2, draws=50, tune=10)  # no refusal
+            assert not mcmc._laplace and not mcmc._will_use_laplace(2)
+
+
+def test_every_chain_runs_its_own_warmup_also_one_after_another(monkeypatch, make_conjugate):
+    # Each chain reserves its warm-up; with PyMC running chains in one process (cores=1)
+    # the second must not reuse the first one's result, so that a run is the same whatever
+    # the number of processes, and what the ledger counts is what ran.
+    import pymc_dp.steps.warmup as warmup_module
+
+    calls = []
+    real = warmup_module.laplace_warmup
+
+    def counting(rng, *args, **kwargs):
+        calls.append(rng)
+        return real(rng, *args, **kwargs)
+
+    monkeypatch.setattr(warmup_module, "laplace_warmup", counting)
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=2.0, chains=2, method="laplace")
+        idata = pymc_dp.sample(step=step, chains=2, cores=1, **SAMPLE)
+    assert len(calls) == 2 and calls[0] is not calls[1]
+    means = idata.posterior["mu"].mean("draw").values
+    assert means[0] != means[1]
 
 
 def test_mcmc_refuses_a_run_that_would_freeze_before_reading_data(
