@@ -28,9 +28,9 @@ class WarmupPlan:
     share : float
         Share of the chain's μ spent on warm-up, in (0, 1).
     iterations : int
-        Fisher-scoring iterations; each releases one histogram of gradient norms, one
-        clipped gradient sum, one histogram of the gradients' spreads about their released
-        mean and one clipped outer-product sum of those spreads.
+        Newton iterations; each releases one histogram of per-datum gradient norms, one
+        clipped gradient sum, one histogram of per-datum Hessian norms and one clipped
+        Hessian sum.
     quantile : float
         The quantile of the per-datum gradient norms that sets the clip bound.
     growth : float
@@ -39,8 +39,8 @@ class WarmupPlan:
         iteration, which only measures the scales that set the metric of all others, gets
         as much as the last.
     split : tuple of four floats
-        Shares of each iteration's μ for the two histograms, the gradient and the outer
-        product, in the order of :meth:`events`.
+        Shares of each iteration's μ for the gradient-norm histogram, the gradient, the
+        Hessian-norm histogram and the Hessian, in the order of :meth:`events`.
     """
 
     share: float = 0.5
@@ -68,7 +68,7 @@ class WarmupPlan:
         return self.share * chain_mu
 
     def noise_multipliers(self, chain_mu: float) -> np.ndarray:
-        """Rows ``(z_norms, z_gradient, z_spread, z_outer)``, one per iteration, spending
+        """Rows ``(z_norms, z_gradient, z_hessian_norms, z_hessian)``, one per iteration, spending
         :meth:`mu` in all (each release costs 1/(2z²))."""
         weights = self.growth ** np.arange(self.iterations)
         weights[0] = weights[-1]  # the first iteration sets the metric the others work in
@@ -81,8 +81,8 @@ class WarmupPlan:
         names = (
             ("warm-up norm histogram", "√2 (replace-one)"),
             ("warm-up clipped gradient", "2·clip (replace-one)"),
-            ("warm-up spread histogram", "√2 (replace-one)"),
-            ("warm-up clipped outer product", "√2·clip² (upper triangle; replace-one)"),
+            ("warm-up Hessian-norm histogram", "√2 (replace-one)"),
+            ("warm-up clipped Hessian", "2·clip (Frobenius, all entries; replace-one)"),
         )
         return [
             GaussianEvent(name=name, count=1, noise_multiplier=float(z), sensitivity=sens)

@@ -19,11 +19,15 @@ Building blocks:
   range. (Andrew et al. 2021 reach a quantile by many small geometric updates from a starting
   guess; one histogram needs no starting guess, which is what a user who cannot look at the
   data lacks.)
-* :func:`noisy_clipped_sum` and :func:`noisy_moments` — the clipped per-datum gradients'
-  sum and the sum of outer products of their clipped spreads about a released mean, each
-  with Gaussian noise: the gradient and a Fisher (outer-product) curvature estimate of the
-  log-likelihood.
-* :func:`newton_step` and :func:`curvature` — post-processing: a trust-region Fisher-scoring
+* :func:`noisy_clipped_sum` — the clipped per-datum gradients' sum with Gaussian noise: the
+  gradient of the log-likelihood.
+* :func:`hessian_columns` and :func:`noisy_matrix_sum` — the per-datum Hessians (central
+  differences of per-datum gradients along public directions), each clipped in Frobenius
+  norm, summed, with Gaussian noise: the observed information. Far from the mode it is the
+  curvature a Newton step needs (the outer product of gradients, Fisher scoring's estimate,
+  overstates a scale parameter's curvature there by orders of magnitude, and the steps
+  stall); at the mode it is the Laplace approximation's.
+* :func:`newton_step` and :func:`hessian_curvature` — post-processing: a trust-region Newton
   step toward the posterior mode, and the positive-definite curvature that becomes the
   sampler's proposal covariance or mass matrix (a private Laplace approximation).
 
@@ -32,9 +36,8 @@ Sensitivities, under replace-one neighbours:
 * histogram counts: one row leaves one bin and enters another, Δ₂ = √2;
 * d histograms of the coordinates (:func:`noisy_scales`): Δ₂ = √(2d);
 * ``Σ_j clip_C(g_j)``: Δ₂ = 2C;
-* ``Σ_j c_j c_jᵀ`` with ``‖c_j‖ ≤ C``, released as its upper triangle: ``‖c cᵀ − c' c'ᵀ‖_F² =
-  ‖c‖⁴ + ‖c'‖⁴ − 2 (c·c')² ≤ 2C⁴`` and the upper triangle's ℓ2 norm is at most the Frobenius
-  norm, so Δ₂ = √2 C².
+* ``Σ_j clip_C(A_j)`` for d×d matrices clipped in Frobenius norm, all d² entries released:
+  Δ₂ = 2C (the noisy sum is symmetrised afterwards: post-processing).
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ import numpy as np
 __all__ = [
     "DEFAULT_GRID",
     "LaplaceWarmup",
-    "Moments",
-    "curvature",
+    "hessian_columns",
+    "hessian_curvature",
     "whitened_grid",
     "whitening",
     "laplace_warmup",
@@ -55,7 +58,7 @@ __all__ = [
     "quantile_from_histogram",
     "noisy_histogram",
     "noisy_clipped_sum",
-    "noisy_moments",
+    "noisy_matrix_sum",
     "noisy_quantile",
     "noisy_scales",
     "row_norms",
@@ -182,17 +185,6 @@ def noisy_scales(
     )
 
 
-@dataclass(frozen=True)
-class Moments:
-    """Released clipped gradient moments at one point (both noisy, public)."""
-
-    grad_sum: np.ndarray  # Σ_j clip_C(g_j) + N(0, (2Cz_g)² I)
-    outer_sum: np.ndarray  # Σ_j c_j c_jᵀ + symmetric noise, upper triangle N(0, (√2 C² z_F)²)
-    clip: float
-    n: int
-    outer_noise_sd: float  # per entry: public, sets how far the curvature can be trusted
-
-
 def _clip_rows(grads: np.ndarray, bound: float) -> np.ndarray:
     """Rows scaled to ℓ2 norm ≤ bound; rows with a non-finite entry become zero."""
     grads = np.asarray(grads, dtype=float)
@@ -225,68 +217,95 @@ def noisy_clipped_sum(
     return _noisy_sum(rng, _clip_rows(grads, clip), clip, noise_multiplier)
 
 
-def noisy_moments(
-    rng: np.random.Generator,
-    grads: np.ndarray,
-    *,
-    clip: float,
-    grad_noise_multiplier: float,
-    outer_noise_multiplier: float,
-) -> Moments:
-    """Two releases: the clipped gradient sum and the clipped outer-product sum.
+def hessian_columns(grads_fn, q: np.ndarray, w: np.ndarray, *, step: float = 1e-3):
+    """The per-datum Hessians in the coordinates whitened by ``w``, column by column.
 
-    With ``grad_noise_multiplier=None`` only the outer product is released (one release;
-    ``grad_sum`` is then zero: the rows were centred at a released mean by the caller).
-
-    ``grads`` holds the per-datum gradients ``g_j = ∇ℓ_j(θ)`` as rows (private). Each row is
-    clipped to norm ``clip``; the sum gets ``N(0, (2 C z_g)²)`` per coordinate (Δ₂ = 2C), the
-    upper triangle of ``Σ c_j c_jᵀ`` gets ``N(0, (√2 C² z_F)²)`` per entry (Δ₂ = √2 C²) and is
-    mirrored.
+    Returns a function of k giving the n×d array whose row j is column k of
+    ``W ∇²ℓ_j(θ) Wᵀ``, by central differences of the per-datum gradients (``grads_fn``,
+    private rows) along the public direction ``Wᵀ e_k``, ``step`` whitened units (about
+    ``step`` posterior sds) either side. Each row depends on its own datum only, so a
+    clip of the row bounds the sensitivity whatever the differences' accuracy. The
+    columns are kept when they fit in memory (n·d² ≤ 2.5·10⁷), else recomputed on each
+    call.
     """
-    clipped = _clip_rows(grads, clip)
-    d = clipped.shape[1]
-    if grad_noise_multiplier is None:  # the outer product only (a centred spread)
-        grad_sum = np.zeros(d)
-    else:
-        grad_sum = _noisy_sum(rng, clipped, clip, grad_noise_multiplier)
-    outer = clipped.T @ clipped
-    iu = np.triu_indices(d)
-    noise = np.zeros((d, d))
-    noise[iu] = outer_noise_multiplier * np.sqrt(2.0) * clip**2 * rng.standard_normal(len(iu[0]))
-    noise = noise + np.triu(noise, 1).T
-    return Moments(
-        grad_sum=grad_sum,
-        outer_sum=outer + noise,
-        clip=float(clip),
-        n=len(clipped),
-        outer_noise_sd=float(outer_noise_multiplier * np.sqrt(2.0) * clip**2),
-    )
+    q = np.asarray(q, dtype=float)
+    w = np.asarray(w, dtype=float)
+    d = q.size
+    kept = {}
+
+    def column(k: int) -> np.ndarray:
+        if k in kept:
+            return kept[k]
+        v = step * w[k]  # row k of W: column k of Wᵀ
+        with np.errstate(over="ignore", invalid="ignore"):
+            plus = np.asarray(grads_fn(q + v), dtype=float)
+            minus = np.asarray(grads_fn(q - v), dtype=float)
+            block = ((plus - minus) / (2.0 * step)) @ w.T
+        if block.shape[0] * d * d <= 25_000_000:
+            kept[k] = block
+        return block
+
+    return column
 
 
-def curvature(
-    moments: Moments, prior_precision: np.ndarray, *, floor: float = 1e-8, noise_floor: float = 1.0
+def _matrix_row_norms(column, d: int) -> np.ndarray:
+    """Frobenius norms of the per-datum matrices; ∞ for a row with a non-finite entry."""
+    total = None
+    for k in range(d):
+        block = column(k)
+        with np.errstate(over="ignore", invalid="ignore"):
+            part = np.sum(block**2, axis=1)
+        total = part if total is None else total + part
+    return np.where(np.isfinite(total), np.sqrt(total), np.inf)
+
+
+def noisy_matrix_sum(
+    rng: np.random.Generator, column, d: int, *, clip: float, noise_multiplier: float,
+    norms: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
+    """One release: ``Σ_j clip_C(A_j) + N(0, (2 C z)²)`` on every one of the d² entries.
+
+    The per-datum d×d matrices A_j come column by column (``column(k)``: row j is
+    ``A_j[:, k]``, e.g. :func:`hessian_columns`); each is scaled to Frobenius norm ≤ C,
+    and a matrix with a non-finite entry counts as zero. Replace-one moves the sum by at
+    most 2C in Frobenius (ℓ2 over all entries) norm: Δ₂ = 2C. The noisy sum is then
+    symmetrised (post-processing). Returns it and the sd of one off-diagonal entry's noise
+    after symmetrising, ``2Cz/√2`` (public). ``norms`` (private, from
+    :func:`_matrix_row_norms`) saves a pass when the caller has them.
+    """
+    if norms is None:
+        norms = _matrix_row_norms(column, d)
+    finite = np.isfinite(norms)
+    scale = np.where(norms > clip, clip / np.where(finite & (norms > 0), norms, 1.0), 1.0)
+    scale = np.where(finite, scale, 0.0)
+    total = np.empty((d, d))
+    for k in range(d):
+        block = np.where(finite[:, None], column(k), 0.0)
+        total[:, k] = scale @ block
+    total = total + noise_multiplier * 2.0 * clip * rng.standard_normal((d, d))
+    return 0.5 * (total + total.T), float(noise_multiplier * 2.0 * clip / np.sqrt(2.0))
+
+
+def hessian_curvature(
+    neg_hessian: np.ndarray, prior_precision: np.ndarray, noise_sd: float, *,
+    noise_floor: float = 1.0, floor: float = 1e-8,
 ) -> np.ndarray:
-    """A positive-definite curvature of the log posterior from released moments.
+    """A positive-definite curvature from the released negative Hessian of the log-likelihood.
 
-    The centred outer-product sum ``Σ c_j c_jᵀ − (Σ c_j)(Σ c_j)ᵀ / n`` estimates n times the
-    covariance of the per-datum gradients, which at the mode is the Fisher information of
-    the data (the negative Hessian of the log-likelihood for a well-specified model).
-    Centring removes the mean gradient's share away from the mode. The public prior
-    negative Hessian of the log prior is added, and the result is projected to positive
-    definite: eigenvalues below the noise's own level (the spectral norm of the added noise
-    matrix) or below ``floor`` times the largest are raised. Post-processing only.
+    The public prior's negative Hessian is added. A direction of negative curvature (the
+    log posterior convex there: far from the mode of a scale parameter, or between two
+    modes) gets its absolute value, so a Newton step along it still goes uphill with a
+    sensible length; eigenvalues below the noise's own level (the spectral norm of the
+    added symmetric noise, about 2s√d for an entry sd s) or below ``floor`` times the
+    largest are raised to it. Post-processing only.
     """
-    g = moments.grad_sum
-    centred = moments.outer_sum - np.outer(g, g) / moments.n
-    h = 0.5 * (centred + centred.T) + np.asarray(prior_precision, dtype=float)
-    vals, vecs = np.linalg.eigh(h)
-    top = max(float(vals.max()), 0.0)
-    # A symmetric d×d noise matrix with entry sd s has spectral norm about 2s√d: below
-    # that level an eigenvalue is noise, and a Newton step along it would be unbounded.
-    noise_level = noise_floor * 2.0 * moments.outer_noise_sd * np.sqrt(len(vals))
+    h = np.asarray(neg_hessian, dtype=float) + np.asarray(prior_precision, dtype=float)
+    vals, vecs = np.linalg.eigh(0.5 * (h + h.T))
+    vals = np.abs(vals)
+    top = float(vals.max())
+    noise_level = noise_floor * 2.0 * noise_sd * np.sqrt(len(vals))
     lowest = max(floor * top, noise_level, 1e-12 * max(top, 1.0))
-    vals = np.maximum(vals, lowest)
-    return (vecs * vals) @ vecs.T
+    return (vecs * np.maximum(vals, lowest)) @ vecs.T
 
 
 def newton_step(
@@ -374,34 +393,33 @@ def laplace_warmup(
     trust_radius: float = 1e4,
     grid: np.ndarray = DEFAULT_GRID,
 ) -> LaplaceWarmup:
-    """Noisy Fisher scoring from ``q0``: four Gaussian releases per iteration.
+    """Noisy Newton iterations from ``q0``: four Gaussian releases per iteration.
 
-    ``noise_multipliers`` has one row ``(z_norms, z_gradient, z_spread, z_outer)`` per
-    iteration (:class:`pymc_dp.accounting.plan.WarmupPlan` spends more on the later ones,
-    where the point is close to the mode and precision pays). Each iteration, at the current
-    point θ and in the coordinates whitened by the previous curvature estimate (the identity
-    at first; the whitening matrix is public, so a clip in its norm bounds the sensitivity
-    just the same):
+    ``noise_multipliers`` has one row ``(z_norms, z_gradient, z_hessian_norms, z_hessian)``
+    per iteration (:class:`pymc_dp.accounting.plan.WarmupPlan` spends more on the later
+    ones, where the point is close to the mode and precision pays). Each iteration, at the
+    current point θ and in the coordinates whitened by the previous curvature estimate (a
+    diagonal guess at first; the whitening matrix is public, so a clip in its norm bounds
+    the sensitivity just the same):
 
     1. a :func:`noisy_quantile` of the per-datum gradient norms: the clip bound C;
-    2. the clipped gradient sum ``Σ clip_C(g_j)`` with noise (:func:`noisy_moments`); its
-       mean ḡ is public from here on;
-    3. a :func:`noisy_quantile` of the spreads ``‖g_j − ḡ‖``: the clip bound C_s;
-    4. the outer-product sum of ``clip_{C_s}(g_j − ḡ)`` with noise: the curvature.
+    2. the clipped gradient sum ``Σ clip_C(g_j)`` with noise (:func:`noisy_clipped_sum`);
+    3. a :func:`noisy_quantile` of the per-datum Hessians' Frobenius norms
+       (:func:`hessian_columns`): the clip bound C_H;
+    4. the clipped Hessian sum ``Σ clip_{C_H}(∇²ℓ_j)`` with noise
+       (:func:`noisy_matrix_sum`): the curvature (observed information).
 
-    Then a :func:`newton_step` on the released gradient of the log posterior. Centring at
-    the released mean before the outer product matters far from the mode, where every
-    datum's gradient is dominated by the common mean: clipped uncentred, the curvature's
-    noise would scale with the mean's square and drown the spread it must measure.
-    Whitening makes clip bounds, noise and step affine-invariant after the first
-    iteration. The first histograms use ``grid`` (wide: the raw scale is unknown), the
-    others :func:`whitened_grid`.
+    Then a :func:`newton_step` on the released gradient of the log posterior, in the metric
+    of :func:`hessian_curvature`, damped far from the mode (see the loop). Whitening makes
+    clip bounds, noise and step affine-invariant after the first iteration. The first
+    histograms use ``grid`` (wide: the raw scale is unknown), the others finer grids
+    around the scales a whitened datum has (:func:`whitened_grid`).
 
     ``grads_fn(q)`` returns the private per-datum gradients (rows); ``prior_grad_fn(q)`` and
     ``prior_hessian_fn(q)`` the public prior's gradient and negative Hessian (which may be
-    indefinite: the curvature is projected to positive definite). Returns the last iterate
-    and the curvature there; ``clip`` is the last clip bound C (a quantile of gradient
-    norms, which the samplers' clipping needs).
+    indefinite: the curvature is projected to positive definite). Returns the mode
+    estimate and the curvature at the last iterate; ``clip`` is the last clip bound C (a
+    quantile of gradient norms, which the samplers' clipping needs).
     """
     zs = np.asarray(noise_multipliers, dtype=float)
     if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
@@ -411,7 +429,7 @@ def laplace_warmup(
     clip = shape = None
     targets = []  # (Newton target, weight of its gradient release, step length in sds)
     damping, last_decrement = 1.0, np.inf
-    for t, (z_norms, z_grad, z_spread, z_outer) in enumerate(zs):
+    for t, (z_norms, z_grad, z_hnorms, z_hess) in enumerate(zs):
         grads = np.asarray(grads_fn(q), dtype=float)
         n = len(grads)
         if t == 0:
@@ -444,17 +462,17 @@ def laplace_warmup(
             # χ²_d / n: a public floor for when the histogram's noise hides the tail.
             clip = max(clip, _whitened_norm_quantile(level, d, n))
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
-        spread = grads - grad_sum / n  # centred at a released mean: still one row per datum
-        # (the curvature sums squares, dominated by the tail: clipped at a middle quantile
-        # it would be far too small, and the step would overshoot)
-        spread_clip = noisy_quantile(
-            rng, row_norms(spread), quantile=quantile, noise_multiplier=z_spread, grid=level_grid
+        column = hessian_columns(grads_fn, q, w)
+        hess_norms = _matrix_row_norms(column, d)
+        # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n.
+        hess_grid = grid if t == 0 else np.sqrt(d) / n * np.logspace(-3.0, 3.0, 49)
+        hess_clip = noisy_quantile(
+            rng, hess_norms, quantile=quantile, noise_multiplier=z_hnorms, grid=hess_grid
         )
         if t > 0:
-            spread_clip = max(spread_clip, _whitened_norm_quantile(quantile, d, n))
-        moments = noisy_moments(
-            rng, spread, clip=spread_clip, grad_noise_multiplier=None,
-            outer_noise_multiplier=z_outer,
+            hess_clip = max(hess_clip, np.sqrt(d) / n)  # (a public floor, as above)
+        hess_sum, hess_noise_sd = noisy_matrix_sum(
+            rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )
         # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
         prior_white = w @ np.asarray(prior_hessian_fn(q), dtype=float) @ w.T
@@ -463,15 +481,13 @@ def laplace_warmup(
         # the shape passed on (next metric, result) is floored lower, so a direction the
         # noise hid comes out wider, not narrower: the next iteration then sees it better
         # (a too-narrow direction would be clipped harder and hidden again).
-        # Damping: the spread's outer product plus λ times the released mean's, ḡḡᵀ·n
-        # (λ = 1: the uncentred outer product, BHHH, without its noise). Far from the mode
-        # the mean's part damps the step along the gradient, where the spread can misjudge
-        # the curvature (a scale parameter while residuals are large); λ shrinks while the
-        # Newton decrement gᵀH⁻¹g (a scale-free distance to the mode) falls, and grows back
-        # when it rises (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
-        # The shape (the next metric, and the result) has no damping: it is the spread's.
-        h_shape = curvature(moments, prior_white, noise_floor=shape_floor)
-        h_step = curvature(moments, prior_white, noise_floor=noise_floor)
+        # Damping: plus λ times the released mean gradient's outer product, ḡḡᵀ·n.
+        # Far from the mode it shortens the step along the gradient, where the local
+        # curvature can misjudge the distance; λ shrinks while the Newton decrement gᵀH⁻¹g
+        # (a scale-free distance to the mode) falls, and grows back when it rises
+        # (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
+        h_shape = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=shape_floor)
+        h_step = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=noise_floor)
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
         if t > 1:
             damping = damping / 4 if decrement < last_decrement else min(1.0, damping * 4)

@@ -2,7 +2,7 @@
 
 Each chain, at its first iteration (after its whole cost is reserved), spends a share of
 its budget on a private Laplace approximation of the posterior
-(:func:`pymc_dp.kernels.warmup.laplace_warmup`: noisy clipped Fisher scoring, planned by
+(:func:`pymc_dp.kernels.warmup.laplace_warmup`: noisy clipped Newton iterations, planned by
 :class:`pymc_dp.accounting.plan.WarmupPlan`). What it releases sets the sampler up:
 
 * the chain starts at the private mode θ̂;
@@ -81,7 +81,7 @@ def expected_moves(mu: float, n: int, dim: int) -> float:
     """
     return float(mu) * int(n) / (2.0 * _CLIP_RATIO_SQUARED * int(dim) ** 2)
 
-#: The default warm-up: half of each chain's μ over twelve noisy Fisher-scoring iterations,
+#: The default warm-up: half of each chain's μ over twelve noisy Newton iterations,
 #: clip bounds at the 0.999 quantile (see docs/private-mcmc.md, "Settings chosen privately").
 DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=12, quantile=0.999, growth=1.3)
 

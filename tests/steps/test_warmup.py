@@ -61,8 +61,8 @@ def test_only_eps_recovers_the_exact_posterior_at_large_eps(step_class, regressi
 def _spy_on_warmup_releases(monkeypatch):
     """Record μ = 1/(2z²) of every release the warm-up kernel makes."""
     spent = []
-    histogram, noisy_sum, moments = (
-        warmup_kernel.noisy_histogram, warmup_kernel._noisy_sum, warmup_kernel.noisy_moments
+    histogram, noisy_sum, matrix_sum = (
+        warmup_kernel.noisy_histogram, warmup_kernel._noisy_sum, warmup_kernel.noisy_matrix_sum
     )
 
     def spy_histogram(rng, values, *, noise_multiplier, **kw):
@@ -73,14 +73,13 @@ def _spy_on_warmup_releases(monkeypatch):
         spent.append(1 / (2 * noise_multiplier**2))
         return noisy_sum(rng, clipped, clip, noise_multiplier)
 
-    def spy_moments(rng, grads, *, clip, grad_noise_multiplier, outer_noise_multiplier):
-        spent.append(1 / (2 * outer_noise_multiplier**2))
-        return moments(rng, grads, clip=clip, grad_noise_multiplier=grad_noise_multiplier,
-                       outer_noise_multiplier=outer_noise_multiplier)
+    def spy_matrix_sum(rng, column, d, *, noise_multiplier, **kw):
+        spent.append(1 / (2 * noise_multiplier**2))
+        return matrix_sum(rng, column, d, noise_multiplier=noise_multiplier, **kw)
 
     monkeypatch.setattr(warmup_kernel, "noisy_histogram", spy_histogram)
     monkeypatch.setattr(warmup_kernel, "_noisy_sum", spy_sum)
-    monkeypatch.setattr(warmup_kernel, "noisy_moments", spy_moments)
+    monkeypatch.setattr(warmup_kernel, "noisy_matrix_sum", spy_matrix_sum)
     return spent
 
 
@@ -100,7 +99,7 @@ def test_the_warmup_spends_what_the_ledger_reserved_and_the_run_its_budget(
         idata = pymc_dp.sample(step=step, draws=30, tune=0, chains=1, **SAMPLE)
     report = json.loads(idata.attrs["dp_report"])
     text = json.dumps(report)
-    assert "warm-up clipped outer product" in text and "warm-up spread histogram" in text
+    assert "warm-up clipped Hessian" in text and "warm-up Hessian-norm histogram" in text
     chain_mu = max_gaussian_mu(eps, delta)
     planned = DEFAULT_WARMUP.share * chain_mu
     assert sum(spent) == pytest.approx(planned, rel=1e-6)
