@@ -275,6 +275,16 @@ def sample(
             "released."
         )
 
+    # One warm-up for all chains where the step has one (in this process, before PyMC
+    # starts the chains): the whole warm-up budget in one approximation instead of a
+    # 1/chains share each. Reserved in the ledger before it reads any data, and
+    # last, after every check of the arguments: a refused call spends nothing.
+    warmup_rng = _warmup_generator(kwargs.get("random_seed"))
+    for s in steps:
+        run_warmup = getattr(s, "warm_up_for_run", None)
+        if run_warmup is not None:
+            run_warmup(warmup_rng, check_int(chains, "chains"), int(tune) + int(draws),
+                       run_id=run_id)
     idata = pm.sample(
         draws=draws,
         tune=tune,
@@ -296,6 +306,23 @@ def sample(
     return idata
 
 
+#: Tags the warm-up's generator apart from the chains' (PyMC seeds those from random_seed).
+_WARMUP_SEED_TAG = 0x57A2_3D0E
+
+
+def _warmup_generator(random_seed) -> np.random.Generator:
+    """The generator of a run's shared warm-up: reproducible from ``random_seed``, apart
+    from the chains' streams (same seed, same result; ``None``: fresh entropy)."""
+    if random_seed is None:
+        return np.random.default_rng()
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed.spawn(1)[0]
+    if isinstance(random_seed, np.random.RandomState):
+        return np.random.default_rng(random_seed.randint(0, 2**31, size=4))
+    seeds = np.atleast_1d(np.asarray(random_seed, dtype=np.int64)).tolist()
+    return np.random.default_rng([*seeds, _WARMUP_SEED_TAG])
+
+
 def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyReport:
     """Compose the report of one run from the steps' reservations and the trace.
 
@@ -306,11 +333,23 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyR
         draws are withheld (see :func:`_check_trace_within_reserved`).
     """
     per_step = []
+    warmups = []
     for s in steps:
         reservations = [r for r in s.guard.reservations() if r.get("run_id") == run_id]
         ledger = PrivacyLedger()
         chains = []
-        for i, r in enumerate(reservations):
+        for r in reservations:
+            if r.get("kind") == "warm-up":  # one warm-up for all chains of the run
+                events = [event_from_dict(e) for e in r["events"]]
+                ledger.extend(events)
+                warmups.append(
+                    {
+                        "step": type(s).__name__,
+                        "epsilon": PrivacyLedger(events).epsilon(s.delta),
+                        "events": [e.to_dict() for e in events],
+                    }
+                )
+        for i, r in enumerate(r for r in reservations if r.get("kind") != "warm-up"):
             events = [event_from_dict(e) for e in r["events"]]
             ledger.extend(events)
             chain_ledger = PrivacyLedger(events)
@@ -329,7 +368,7 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyR
     epsilon = sum(ledger.epsilon(s.delta) for s, ledger, _ in per_step)
     delta = sum(s.delta for s, _, _ in per_step)
     lifetime = sum(s.guard.spent().epsilon(s.delta) for s in steps)
-    from_trace = _trace_spent(steps, idata)
+    from_trace = _trace_spent(steps, idata, run_id)
     _check_trace_within_reserved(from_trace, epsilon)
     details = {
         "report_version": REPORT_VERSION,
@@ -350,6 +389,7 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyR
         "pure-DP releases and across steps",
         "steps": [{"step": type(s).__name__, **s.public_settings()} for s in steps],
         **_tempering_details(steps),
+        "shared_warmup": warmups,
         "chains": [c for _, _, cs in per_step for c in cs],
         "ledger": [row for _, ledger, _ in per_step for row in ledger.summary()],
         "note": "ε counts every release of every chain, tuning included; chains reserve "
@@ -429,12 +469,14 @@ def _check_trace_within_reserved(from_trace: dict | None, reserved: float) -> No
         )
 
 
-def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
+def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> dict | None:
     """The run's cost recomputed from the trace's own privacy stats.
 
     Gaussian steps record μ per chain, minibatch steps their releases, pure ε-DP steps
     (ABCDP) ε per chain. Equal to the reserved cost when every chain ran to the end;
-    smaller if a chain stopped early (its reservation is not given back).
+    smaller if a chain stopped early (its reservation is not given back). A warm-up shared
+    by the run's chains ran before them, outside the trace: its μ comes from its
+    reservation (of ``run_id``) and is shown apart.
     """
     stats = idata.children.get("sample_stats")
     if stats is not None and "dp_releases_chain" in stats and len(steps) == 1:
@@ -451,10 +493,17 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
     if stats is None or "dp_mu_chain" not in stats or len(steps) != 1:
         return None
     mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
-    return {
-        "mu_per_chain": [float(m) for m in mu],
-        "epsilon": gaussian_epsilon(float(mu.sum()), steps[0].delta),
-    }
+    shared = sum(
+        event_from_dict(e).mu
+        for r in steps[0].guard.reservations()
+        if run_id is not None and r.get("run_id") == run_id and r.get("kind") == "warm-up"
+        for e in r["events"]
+    )
+    spent = {"mu_per_chain": [float(m) for m in mu]}
+    if shared:
+        spent["mu_shared_warmup"] = float(shared)
+    spent["epsilon"] = gaussian_epsilon(float(mu.sum()) + shared, steps[0].delta)
+    return spent
 
 
 # ---------------------------------------------------------------------- release

@@ -363,7 +363,8 @@ def test_a_run_whose_stats_report_more_than_it_reserved_is_withheld(small_model,
 
     monkeypatch.setattr(GaussianPrivateStep, "_iteration_privacy_stats", overspending)
     with small_model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        # (no warm-up: all of the chain's μ is in its trace)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, warmup=False, chains=1)
         with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="more than the ε = 1 reserved"):
             pymc_dp.sample(step=step, draws=5, tune=0, chains=1, random_seed=0, **SAMPLE)
 

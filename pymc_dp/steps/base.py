@@ -320,9 +320,13 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self._check_run_fits(n_chains)
         return super()._progressbar_config(n_chains)
 
+    def _chain_reservations(self) -> list[dict]:
+        """The ledger's reservations of chains (not those of a run's shared warm-up)."""
+        return [r for r in self.guard.reservations() if r.get("kind") != "warm-up"]
+
     def _check_run_fits(self, n_chains) -> None:
         n_chains = check_int(n_chains, "chains")
-        ran = len(self.guard.reservations())
+        ran = len(self._chain_reservations())
         left = self.planned_chains - ran
         if n_chains > left:
             already = f", {ran} of which already ran" if ran else ""

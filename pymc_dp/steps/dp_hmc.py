@@ -210,6 +210,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         "warmup",
         "method",
         "_laplace",
+        "_shared_warmup",
     )
     _state_class = DPHMCState
     laplace_capable = True

@@ -96,7 +96,8 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
 
     name = "dp_penalty"
     privacy_settings = (
-        "clip_bound", "noise_multiplier", "_fixed_noise", "warmup", "method", "_laplace"
+        "clip_bound", "noise_multiplier", "_fixed_noise", "warmup", "method", "_laplace",
+        "_shared_warmup",
     )
     laplace_capable = True
     stats_dtypes_shapes = {

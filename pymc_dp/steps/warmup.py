@@ -1,7 +1,9 @@
 """The private warm-up of the Gaussian steps: start, shape and clip bounds from the data.
 
-Each chain, at its first iteration (after its whole cost is reserved), spends a share of
-its budget on a private Laplace approximation of the posterior
+:func:`pymc_dp.sample` runs one warm-up for all chains of a run before they start
+(:meth:`PrivateWarmup.warm_up_for_run`); under plain ``pm.sample`` each chain, at its first
+iteration (after its whole cost is reserved), runs its own. Either way a run spends a share
+of its budget on a private Laplace approximation of the posterior
 (:func:`pymc_dp.kernels.warmup.laplace_warmup`: noisy clipped Newton iterations, planned by
 :class:`pymc_dp.accounting.plan.WarmupPlan`). What it releases sets the sampler up:
 
@@ -178,6 +180,8 @@ class PrivateWarmup:
         self._warmup_mu = 0.0
         self._view = None
         self._warmup_result: LaplaceWarmup | None = None
+        # one warm-up for every chain of a run (warm_up_for_run), reserved once
+        self._shared_warmup: LaplaceWarmup | None = None
 
     def _check_warmup_model(self) -> None:
         """Refuse now, before any data is read, a model the warm-up cannot differentiate."""
@@ -202,8 +206,61 @@ class PrivateWarmup:
         With the Laplace approximation (``method="laplace"``) the warm-up spends it all.
         """
         mu = self._chain_mu_allotment(chains)
+        if self._shared_warmup is not None:
+            # The run's warm-up was paid once, before the chains (warm_up_for_run): a chain
+            # keeps what it would have had for sampling, and the run still sums to μ_max.
+            self._warmup_mu = 0.0
+            return 0.0 if self._laplace else (1.0 - self._warmup_share()) * mu
         self._warmup_mu = mu if self._laplace else self._warmup_share() * mu
         return mu - self._warmup_mu
+
+    def _run_warmup_share(self) -> float:
+        """The share of the whole run's μ a warm-up for all chains spends."""
+        return 1.0 if self._laplace else self._warmup_share()
+
+    def shared_warmup_events(self) -> list:
+        """The releases of one warm-up for all chains of a run (public numbers)."""
+        if not self.laplace_capable or self.warmup is None:
+            return []
+        mu = self._run_warmup_share() * self._chain_mu_allotment(1)
+        return self.warmup.events(mu / self.warmup.share)
+
+    def warm_up_for_run(
+        self, rng: np.random.Generator, chains: int, iterations: int, **info
+    ) -> LaplaceWarmup | None:
+        """One private warm-up for every chain of the planned run (:func:`pymc_dp.sample`).
+
+        Per-chain warm-ups each get ``1/chains`` of the warm-up's budget; one warm-up for
+        all gets it whole, so its noise sd is ``√chains`` times smaller, and every chain
+        then works in the same metric with the same clip bound (drawn from the same
+        approximation, chains agree up to Monte Carlo error). Its releases are reserved in
+        the ledger first (``kind="warm-up"``, with ``info``), and checked against what the
+        ledger has left, before any data is read; then it runs from the model's initial
+        point with ``rng``. The chains of the run then pay only for their sampling (see
+        :meth:`_sampling_mu_allotment`), so the run costs what per-chain warm-ups would.
+        Call it after :meth:`plan` (``chains`` chains of ``iterations``); a step whose
+        warm-up already ran, or that has none, returns ``None``. A run that would not fit
+        in what the ledger has left is refused before anything is reserved.
+        """
+        events = self.shared_warmup_events()
+        if not events or self._shared_warmup is not None:
+            return None
+        self._check_run_fits(chains)
+        # The whole run must fit before its warm-up is paid for. With per-chain warm-ups
+        # it costs the same (the chains' warm-ups sum to this one's μ, their sampling is
+        # unchanged), and those events are what the plan holds now.
+        self._check_fits([e for _ in range(chains) for e in self._chain_events(iterations)])
+        self.guard.reserve(
+            events, budget=(self.epsilon, self.delta), kind="warm-up",
+            step=type(self).__name__, **info,
+        )
+        pmodel = self.private_model
+        q0 = pmodel.ravel(pmodel._initial_point)
+        mu = sum(event.mu for event in events)
+        found = self._run_warmup(rng, q0, mu)
+        with self._changing_settings():
+            self._shared_warmup = found
+        return found
 
     def _choose_method(self, iterations: int, chains: int) -> None:
         """Decide, from public numbers only, whether MCMC can mix with this budget.
@@ -284,7 +341,9 @@ class PrivateWarmup:
             notes.append(
                 f"warm-up: {self.warmup.iterations} iterations, "
                 f"{'all' if self._laplace else f'{self.warmup.share:.0%}'} of each chain's "
-                "budget, then start, metric and clip bounds from its releases"
+                "budget, then start, metric and clip bounds from its releases (pymc_dp.sample "
+                "runs one warm-up for all chains with their shares together: same cost, "
+                f"noise sd 1/√{chains} of a chain's own)"
             )
         if self.laplace_capable:
             moves = self._expected_moves(chains)
@@ -329,7 +388,8 @@ class PrivateWarmup:
         return draw, stats
 
     def _warmup_events(self) -> list:
-        if self.warmup is None:
+        """A chain's own warm-up releases (none when the run's warm-up was shared)."""
+        if self.warmup is None or self._shared_warmup is not None:
             return []
         return self.warmup.events(self._warmup_mu / self.warmup.share)
 
@@ -337,10 +397,32 @@ class PrivateWarmup:
         return sum(event.mu for event in self._warmup_events())
 
     def _warm_up(self, q: np.ndarray) -> np.ndarray:
-        """Run the chain's warm-up from θ = ``q`` (releases); return the chain's start θ."""
+        """Set the chain up from the warm-up; return the chain's start θ.
+
+        With a warm-up for the whole run (:meth:`warm_up_for_run`) nothing is released: the
+        chain starts at a draw from its approximation N(θ̂, Ĥ⁻¹) (post-processing, with the
+        chain's generator), so that chains start apart and R̂ can compare them. Otherwise
+        the chain runs its own warm-up from θ = ``q`` (releases).
+        """
         if self.warmup is None:
             self._view = AffineView(self.private_model)
             return q
+        if self._shared_warmup is not None:
+            found = self._shared_warmup
+            start = found.mean + whitening(found.hessian).T @ self.rng.standard_normal(q.size)
+        else:
+            found = self._run_warmup(self.rng, np.asarray(q, dtype=float), self._warmup_mu)
+            start = found.mean
+        self._warmup_result = found
+        pmodel = self.private_model
+        if self._whiten:
+            self._view = AffineView(pmodel, found.mean, whitening(found.hessian).T)
+        else:
+            self._view = AffineView(pmodel)
+        return start
+
+    def _run_warmup(self, rng, q: np.ndarray, mu: float) -> LaplaceWarmup:
+        """The warm-up's releases from θ = ``q``, spending ``mu``: the Laplace approximation."""
         pmodel = self.private_model
         cache = {}
 
@@ -353,24 +435,18 @@ class PrivateWarmup:
 
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             found = laplace_warmup(
-                self.rng,
-                np.asarray(q, dtype=float),
+                rng,
+                q,
                 lambda t: rows(t)[0],
                 lambda t: rows(t)[1],
                 lambda t: rows(t)[2],
-                noise_multipliers=self.warmup.noise_multipliers(self._warmup_mu / self.warmup.share),
+                noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),
                 quantile=self.warmup.quantile,
             )
-        self._warmup_result = found
         if not np.all(np.isfinite(found.mean)):
             # Noise took the iterate off the model's support: start where the chain was.
             found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations)
-            self._warmup_result = found
-        if self._whiten:
-            self._view = AffineView(pmodel, found.mean, whitening(found.hessian).T)
-        else:
-            self._view = AffineView(pmodel)
-        return found.mean
+        return found
 
     def _choose_proposal(self, noise_per_distance) -> None:
         """After the warm-up: the released clip bound and the proposal shape, unless given.

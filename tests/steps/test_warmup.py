@@ -12,6 +12,7 @@ import pymc as pm
 import pytest
 
 import pymc_dp
+from pymc_dp.accounting.events import event_from_dict
 import pymc_dp.kernels.warmup as warmup_kernel
 
 from pymc_dp.accounting.gaussian import max_gaussian_mu
@@ -105,10 +106,14 @@ def test_the_warmup_spends_what_the_ledger_reserved_and_the_run_its_budget(
     assert sum(spent) == pytest.approx(planned, rel=1e-6)
     assert idata.attrs["dp_epsilon"] == pytest.approx(eps, rel=1e-6)
     assert idata.attrs["dp_epsilon"] <= eps
-    # the trace alone gives the cost: the first draw carries the warm-up's μ
+    # pymc_dp.sample ran the warm-up once, before the chain: the ledger holds it as the
+    # run's warm-up, the trace the chain's sampling, and together they are the budget
+    warmups = [r for r in step.guard.reservations() if r.get("kind") == "warm-up"]
+    assert len(warmups) == 1
+    assert sum(event_from_dict(e).mu for e in warmups[0]["events"]) == pytest.approx(planned)
     mu = idata.sample_stats["dp_mu"].values[0]
-    assert mu[0] > planned > mu[1]
-    assert mu.sum() == pytest.approx(chain_mu, rel=1e-9)
+    assert mu.sum() == pytest.approx(chain_mu - planned, rel=1e-9)
+    assert report["spent"]["from_trace"]["mu_shared_warmup"] == pytest.approx(planned)
 
 
 def test_settings_the_user_gives_win(make_conjugate):
@@ -225,10 +230,7 @@ def test_auto_runs_mcmc_only_when_the_budget_lets_chains_mix(make_conjugate):
             assert not mcmc._laplace and not mcmc._will_use_laplace(2)
 
 
-def test_every_chain_runs_its_own_warmup_also_one_after_another(monkeypatch, make_conjugate):
-    # Each chain reserves its warm-up; with PyMC running chains in one process (cores=1)
-    # the second must not reuse the first one's result, so that a run is the same whatever
-    # the number of processes, and what the ledger counts is what ran.
+def _counting_warmups(monkeypatch):
     import pymc_dp.steps.warmup as warmup_module
 
     calls = []
@@ -239,13 +241,66 @@ def test_every_chain_runs_its_own_warmup_also_one_after_another(monkeypatch, mak
         return real(rng, *args, **kwargs)
 
     monkeypatch.setattr(warmup_module, "laplace_warmup", counting)
+    return calls
+
+
+def test_under_pm_sample_every_chain_runs_its_own_warmup_also_one_after_another(
+    monkeypatch, make_conjugate
+):
+    # Each chain reserves its warm-up; with PyMC running chains in one process (cores=1)
+    # the second must not reuse the first one's result, so that a run is the same whatever
+    # the number of processes, and what the ledger counts is what ran.
+    calls = _counting_warmups(monkeypatch)
     model, *_ = make_conjugate(n=2000)
     with model:
         step = pymc_dp.DPPenalty(eps=2.0, chains=2, method="laplace")
-        idata = pymc_dp.sample(step=step, chains=2, cores=1, **SAMPLE)
+        idata = pm.sample(step=step, draws=200, tune=0, chains=2, cores=1, progressbar=False,
+                          random_seed=3)
     assert len(calls) == 2 and calls[0] is not calls[1]
     means = idata.posterior["mu"].mean("draw").values
     assert means[0] != means[1]
+    assert all(r.get("kind") != "warm-up" for r in step.guard.reservations())
+
+
+def test_pymc_dp_sample_runs_one_warmup_for_all_chains_with_the_whole_warmup_budget(
+    monkeypatch, make_conjugate
+):
+    # One warm-up, its releases the run's whole warm-up share (here, method="laplace", the
+    # whole budget: 2 chains would each have had half), reserved once; both chains draw
+    # from the same approximation, so their means differ by Monte Carlo error only.
+    calls = _counting_warmups(monkeypatch)
+    spent = _spy_on_warmup_releases(monkeypatch)
+    model, mean, sd = make_conjugate(n=2000)
+    eps = 2.0
+    with model:
+        step = pymc_dp.DPPenalty(eps=eps, chains=2, method="laplace")
+        idata = pymc_dp.sample(step=step, chains=2, cores=1, **SAMPLE)
+    assert len(calls) == 1
+    assert sum(spent) == pytest.approx(max_gaussian_mu(eps, step.delta), rel=1e-9)
+    kinds = [r.get("kind") for r in step.guard.reservations()]
+    assert kinds.count("warm-up") == 1 and len(kinds) == 3
+    draws = idata.posterior["mu"].values
+    assert abs(draws[0].mean() - draws[1].mean()) < 5 * draws.std() / np.sqrt(draws.shape[1])
+    report = json.loads(idata.attrs["dp_report"])
+    assert len(report["shared_warmup"]) == 1 and len(report["chains"]) == 2
+    assert idata.attrs["dp_epsilon"] == pytest.approx(eps, rel=1e-6)
+    assert idata.attrs["dp_epsilon"] <= eps
+
+
+def test_a_run_that_does_not_fit_is_refused_before_its_shared_warmup(
+    monkeypatch, make_conjugate
+):
+    # The budget of the step was spent by a first run: a second one must be refused before
+    # its warm-up reserves or reads anything.
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=2.0, chains=1, method="laplace")
+        pymc_dp.sample(step=step, chains=1, cores=1, **SAMPLE)
+        before = step.guard.reservations()
+        _no_data_reads(monkeypatch)
+        with pytest.raises(pymc_dp.PrivacyBudgetExceeded):
+            pymc_dp.sample(step=step, chains=1, cores=1, **SAMPLE)
+    assert step.guard.reservations() == before
 
 
 def test_mcmc_refuses_a_run_that_would_freeze_before_reading_data(
