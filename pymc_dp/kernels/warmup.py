@@ -352,16 +352,18 @@ def _clamp_eigenvalues(h: np.ndarray, factor: float) -> np.ndarray:
     return (vecs * np.clip(vals, 1.0 / factor, factor)) @ vecs.T
 
 
-def whitened_grid(dim: int, n: int) -> np.ndarray:
-    """A fine public grid for gradient norms in whitened coordinates.
+def whitened_grid(floor: float, decades: float = 2.0) -> np.ndarray:
+    """A fine public grid for per-datum norms in whitened coordinates, from ``floor`` up.
 
-    With the metric of the posterior curvature H ≈ n·I (I: one datum's Fisher information),
-    a datum's gradient has norm about ``√(d/n)`` in the dual norm (``E‖g‖²_{H⁻¹} = d/n``), so
-    the grid spans a factor 1000 either side of it in steps of ``10^(1/8)`` (≈ 1.33): the
-    quantile is found to a third, and only the few bins above it add noise.
+    In a metric close to the posterior's, a datum's gradient norm has a known public scale
+    (:func:`_whitened_norm_quantile`; √d/n for its Hessian's), which is the floor: a
+    clip below it would cut the data's own spread. The grid rises from it ``decades``
+    decades in steps of ``10^(1/8)`` (≈ 1.33), so the quantile is found to a third. Few
+    bins: every bin above the true quantile adds noise to the count the quantile is read
+    from, and a grid reaching far above the data (empty bins, pure noise) once set bounds
+    several times the largest norm.
     """
-    centre = np.sqrt(dim / n)
-    return centre * np.logspace(-3.0, 3.0, 49)
+    return float(floor) * np.logspace(0.0, decades, int(round(8 * decades)) + 1)
 
 
 def _whitened_norm_quantile(quantile: float, dim: int, n: int) -> float:
@@ -446,31 +448,26 @@ def laplace_warmup(
             )
             prior_diag = np.clip(np.diag(np.asarray(prior_hessian_fn(q), dtype=float)), 0.0, None)
             w = np.diag(1.0 / np.sqrt(n * scales**2 + prior_diag))
-            level_grid = grid
-        else:
-            level_grid = whitened_grid(d, n)
         grads = grads @ w.T  # rows W g_j
         # Far from the mode a middle quantile is enough (the signal dwarfs the noise) and
         # its count is far above the histogram's noise, so a noisy tail cannot set a wild
         # bound there; the high quantile the samplers need is found in the last iterations.
         level = quantile if t >= len(zs) - 2 else min(quantile, 0.9)
+        # In a metric close to the posterior's a datum's squared gradient norm is about
+        # χ²_d / n: the grid starts at that quantile (a floor for when the histogram's
+        # noise hides the tail).
+        level_grid = grid if t == 0 else whitened_grid(_whitened_norm_quantile(level, d, n))
         clip = clip_margin * noisy_quantile(
             rng, row_norms(grads), quantile=level, noise_multiplier=z_norms, grid=level_grid
         )
-        if t > 0:
-            # In a metric close to the posterior's a datum's squared gradient norm is about
-            # χ²_d / n: a public floor for when the histogram's noise hides the tail.
-            clip = max(clip, _whitened_norm_quantile(level, d, n))
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
         column = hessian_columns(grads_fn, q, w)
         hess_norms = _matrix_row_norms(column, d)
         # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n.
-        hess_grid = grid if t == 0 else np.sqrt(d) / n * np.logspace(-3.0, 3.0, 49)
+        hess_grid = grid if t == 0 else whitened_grid(np.sqrt(d) / n)
         hess_clip = noisy_quantile(
             rng, hess_norms, quantile=quantile, noise_multiplier=z_hnorms, grid=hess_grid
         )
-        if t > 0:
-            hess_clip = max(hess_clip, np.sqrt(d) / n)  # (a public floor, as above)
         hess_sum, hess_noise_sd = noisy_matrix_sum(
             rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )

@@ -185,14 +185,14 @@ def _logistic_problem(n, seed):
 def test_laplace_warmup_finds_coordinates_whose_gradients_are_mostly_zero(seed):
     # The binary covariate's gradient is zero for 80 % of rows. A first metric from the
     # median gave that coordinate a scale of the grid's lowest edge, and the noise then
-    # held the others 5-25 posterior sds from the MAP. At the noise a chain's warm-up has
-    # with ε = 1 over two chains, n = 10⁴ (the Laplace mode's whole chain budget), every
-    # coordinate must come within 3 posterior sds of the MAP, with its width.
+    # held the others 5-25 posterior sds from the MAP. At the noise of a run's warm-up
+    # with ε = 1, n = 10⁴ (the Laplace mode's whole budget, as pymc_dp.sample spends it),
+    # every coordinate must come within 3 posterior sds of the MAP, with its width.
     from pymc_dp.accounting.gaussian import max_gaussian_mu
     from pymc_dp.steps.warmup import DEFAULT_WARMUP
 
     rows, prior_prec, map_, hess = _logistic_problem(10_000, 0)
-    chain_mu = max_gaussian_mu(1.0, 1e-5) / 2
+    chain_mu = max_gaussian_mu(1.0, 1e-5)
     with np.errstate(over="ignore"):
         res = laplace_warmup(
             np.random.default_rng(seed), np.zeros(3), rows, lambda q: -prior_prec @ q,
