@@ -121,9 +121,10 @@ class PrivacyReport:
                 f"spent by this run: ε = {spent['epsilon']:.6g}; by the step over its life: "
                 f"ε = {spent['step_lifetime_epsilon']:.6g}"
             )
-        for row in self.details.get("chains", []):
-            shown = {k: v for k, v in row.items() if k != "events"}
-            lines.append("  chain " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
+        for kind, key in (("warm-up for all chains", "shared_warmup"), ("chain", "chains")):
+            for row in self.details.get(key, []):
+                shown = {k: v for k, v in row.items() if k != "events"}
+                lines.append(f"  {kind} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
         for row in self.details.get("ledger", []):
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         if self.details.get("tempered"):

@@ -283,6 +283,7 @@ def test_pymc_dp_sample_runs_one_warmup_for_all_chains_with_the_whole_warmup_bud
     assert abs(draws[0].mean() - draws[1].mean()) < 5 * draws.std() / np.sqrt(draws.shape[1])
     report = json.loads(idata.attrs["dp_report"])
     assert len(report["shared_warmup"]) == 1 and len(report["chains"]) == 2
+    assert "warm-up for all chains step=DPPenalty, epsilon=2" in str(pymc_dp.privacy_report(idata))
     assert idata.attrs["dp_epsilon"] == pytest.approx(eps, rel=1e-6)
     assert idata.attrs["dp_epsilon"] <= eps
 
