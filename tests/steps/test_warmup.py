@@ -321,10 +321,10 @@ def test_sample_picks_the_length_from_the_budget(make_conjugate):
     # DPHMC: as long as its gradients stay informative, so longer with more budget
     model, *_ = make_conjugate(n=5000)
     with model:
-        short = pymc_dp.DPHMC(eps=10.0, chains=2).default_length(2)
-        long = pymc_dp.DPHMC(eps=30.0, chains=2).default_length(2)
+        short = pymc_dp.DPHMC(eps=30.0, chains=2).default_length(2)
+        long = pymc_dp.DPHMC(eps=100.0, chains=2).default_length(2)
         assert sum(long) > sum(short)
-        step = pymc_dp.DPHMC(eps=30.0, chains=2)
+        step = pymc_dp.DPHMC(eps=100.0, chains=2)
         idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
     assert idata.posterior.sizes["draw"] == long[0]
 
