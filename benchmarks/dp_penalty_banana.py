@@ -83,7 +83,11 @@ Hyperparameters
 Usage::
 
     python benchmarks/dp_penalty_banana.py [--quick] [--chains 20] [--eps 1 2 4 6]
-                                           [--config thesis tuned tuned-short]
+                                           [--config thesis tuned tuned-short defaults]
+
+``defaults`` (issue 13) gives nothing but ε: ``DPPenalty(eps=ε, chains=1)`` under
+``pymc_dp.sample`` with the library's own run length, start and settings (its private
+warm-up; the Laplace approximation when the budget cannot make MCMC mix).
 """
 
 from __future__ import annotations
@@ -115,6 +119,10 @@ CONFIGS = {
                   label="one set for every eps, tuned on this benchmark at eps = 4 as the thesis tuned"),
     "tuned-short": dict(tau=0.3, clip_bound=1.2, scaling=0.006, eps=(1.0,),
                         label="tighter clip bound for the short eps = 1 run only"),
+    # Issue 13: nothing but eps. The library chooses the run length, clip bound, proposal
+    # (or the Laplace approximation) and the start (its private warm-up; no initvals).
+    "defaults": dict(defaults=True,
+                     label="only eps given: DPPenalty(eps=eps), pymc_dp.sample's own length and start"),
 }
 
 
@@ -135,6 +143,12 @@ def thesis_iterations(eps: float, delta: float, tau: float, n: int) -> int:
 
 
 def run_chain(bm, eps, iterations, start, seed, cfg, tune):
+    if cfg.get("defaults"):
+        with bm.model:
+            return pymc_dp.sample(
+                step=pymc_dp.DPPenalty(eps=eps, chains=1), chains=1, cores=1, random_seed=seed,
+                progressbar=False, compute_convergence_checks=False,
+            )
     tune = min(tune, iterations - 1)
     with bm.model:
         step = pymc_dp.DPPenalty(
@@ -183,7 +197,8 @@ def run_config(name, cfg, bm, reference, starts, args, t_start):
     delta = 0.1 / bm.n
     rows = []
     for eps in [e for e in args.eps if "eps" not in cfg or e in cfg["eps"]]:
-        K = thesis_iterations(eps, delta, cfg["tau"], bm.n)
+        defaults = bool(cfg.get("defaults"))
+        K = 0 if defaults else thesis_iterations(eps, delta, cfg["tau"], bm.n)
         mmds, acc, zs, spent, clips = [], [], [], [], []
         for c in range(args.chains):
             seed = int(1_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
@@ -192,6 +207,7 @@ def run_config(name, cfg, bm, reference, starts, args, t_start):
             if not (report.epsilon <= eps and report.delta <= delta):
                 raise RuntimeError(f"chain {c} at eps={eps}: report says ({report.epsilon}, {report.delta})")
             draws = bm.theta_draws(idata)[0]
+            K = draws.shape[0] if defaults else K  # (the library's length)
             half = draws[draws.shape[0] // 2 :]
             mrng = np.random.default_rng(seed)
             mmds.append(mmd(half, reference, rng=mrng))
@@ -199,9 +215,9 @@ def run_config(name, cfg, bm, reference, starts, args, t_start):
             acc.append(float(np.mean(stats["accepted"].values)))
             zs.append(float(np.asarray(stats["noise_multiplier"].values).ravel()[-1]))
             spent.append((report.epsilon, report.delta))
-            if not args.no_clip_diagnostic:
+            if not (args.no_clip_diagnostic or defaults):
                 clips.append(clip_fraction(bm, draws, cfg["clip_bound"], cfg["scaling"], mrng))
-        n_draws = K - min(args.tune, K - 1)
+        n_draws = K if defaults else K - min(args.tune, K - 1)
         half_len = n_draws - n_draws // 2
         brng = np.random.default_rng(args.seed + 4)
         base = [mmd(bm.posterior_draws(half_len, brng), reference, rng=brng) for _ in range(10)]
@@ -220,8 +236,9 @@ def run_config(name, cfg, bm, reference, starts, args, t_start):
 
 
 def print_table(name, cfg, rows, chains):
-    print(f"\n[{name}] {cfg['label']}: tau {cfg['tau']}, clip bound {cfg['clip_bound']}, "
-          f"proposal sd {cfg['scaling']}; {chains} chains per eps")
+    settings = ("" if cfg.get("defaults") else f": tau {cfg['tau']}, clip bound "
+                f"{cfg['clip_bound']}, proposal sd {cfg['scaling']}")
+    print(f"\n[{name}] {cfg['label']}{settings}; {chains} chains per eps")
     print(f"{'eps':>4} {'iters':>6} {'z':>6} {'accept':>6} {'clip%':>6} {'MMD median':>10} {'[q25, q75]':>15}"
           f" {'mean ± sd':>14} {'max':>6} {'exact':>6} {'thesis':>7} {'max spent (eps, delta)':>27}")
     for r in rows:
