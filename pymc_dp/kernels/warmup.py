@@ -279,9 +279,15 @@ def noisy_matrix_sum(
     scale = np.where(norms > clip, clip / np.where(finite & (norms > 0), norms, 1.0), 1.0)
     scale = np.where(finite, scale, 0.0)
     total = np.empty((d, d))
+    released_sq = np.zeros(len(scale))  # the clipped rows' own squared norms
     for k in range(d):
-        block = np.where(finite[:, None], column(k), 0.0)
-        total[:, k] = scale @ block
+        block = np.where(finite[:, None], column(k), 0.0) * scale[:, None]
+        released_sq += np.sum(block**2, axis=1)
+        total[:, k] = block.sum(axis=0)
+    if not np.all(released_sq <= (clip * (1.0 + 1e-9)) ** 2):
+        # Fail closed: norms that do not belong to these columns would void Δ₂ = 2C.
+        raise ValueError("noisy_matrix_sum: a clipped matrix exceeds the clip bound; the "
+                         "norms given do not match the columns.")
     total = total + noise_multiplier * 2.0 * clip * rng.standard_normal((d, d))
     return 0.5 * (total + total.T), float(noise_multiplier * 2.0 * clip / np.sqrt(2.0))
 

@@ -218,12 +218,15 @@ class PrivateWarmup:
         """The share of the whole run's μ a warm-up for all chains spends."""
         return 1.0 if self._laplace else self._warmup_share()
 
+    def _shared_warmup_mu(self) -> float:
+        """The μ of one warm-up for all chains of a run: its share of the whole budget."""
+        return self._run_warmup_share() * self._chain_mu_allotment(1)
+
     def shared_warmup_events(self) -> list:
         """The releases of one warm-up for all chains of a run (public numbers)."""
         if not self.laplace_capable or self.warmup is None:
             return []
-        mu = self._run_warmup_share() * self._chain_mu_allotment(1)
-        return self.warmup.events(mu / self.warmup.share)
+        return self.warmup.events(self._shared_warmup_mu() / self.warmup.share)
 
     def warm_up_for_run(
         self, rng: np.random.Generator, chains: int, iterations: int, **info
@@ -256,8 +259,8 @@ class PrivateWarmup:
         )
         pmodel = self.private_model
         q0 = pmodel.ravel(pmodel._initial_point)
-        mu = sum(event.mu for event in events)
-        found = self._run_warmup(rng, q0, mu)
+        # (the same μ as the reserved events: the same noise multipliers, to the last bit)
+        found = self._run_warmup(rng, q0, self._shared_warmup_mu())
         with self._changing_settings():
             self._shared_warmup = found
         return found

@@ -105,6 +105,15 @@ def test_matrices_are_clipped_in_frobenius_norm_and_non_finite_ones_dropped():
     np.testing.assert_allclose(total, [[0.9, 0.0], [0.0, 1.2]], atol=1e-9)
 
 
+def test_norms_that_do_not_match_the_matrices_are_refused():
+    # The clip is applied with the norms the caller gives; wrong ones must not void Δ₂.
+    mats = np.zeros((2, 2, 2))
+    mats[0] = [[3.0, 0.0], [0.0, 4.0]]
+    with pytest.raises(ValueError, match="clip bound"):
+        noisy_matrix_sum(np.random.default_rng(0), _columns(mats), 2, clip=1.0,
+                         noise_multiplier=1.0, norms=np.array([0.5, 0.0]))
+
+
 def test_hessian_columns_are_the_whitened_per_datum_hessians():
     # ℓ_j(θ) = −½ a_j (θ·x_j)²: ∇ℓ_j = −a_j (θ·x_j) x_j, ∇²ℓ_j = −a_j x_j x_jᵀ; whitened
     # by W the rows are −a_j (W x_j)(W x_j)ᵀ, column by column.
