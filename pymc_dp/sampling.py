@@ -480,26 +480,32 @@ def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> 
     reservation (of ``run_id``) and is shown apart.
     """
     stats = idata.children.get("sample_stats")
+    shared = [
+        event_from_dict(e)
+        for r in (steps[0].guard.reservations() if len(steps) == 1 else [])
+        if run_id is not None and r.get("run_id") == run_id and r.get("kind") == "warm-up"
+        for e in r["events"]
+    ]
     if stats is not None and "dp_releases_chain" in stats and len(steps) == 1:
         chain_events = events_from_stats(stats)  # minibatch steps: subsampled releases
         if chain_events is not None:
-            ledger = PrivacyLedger([e for events in chain_events for e in events])
-            return {
-                "releases_per_chain": [events[0].count for events in chain_events],
+            ledger = PrivacyLedger([e for events in chain_events for e in events] + shared)
+            spent = {
+                "releases_per_chain": [
+                    sum(e.count for e in events if e.name != "warm-up") for events in chain_events
+                ],
                 "epsilon": ledger.epsilon(steps[0].delta),
             }
+            if shared:
+                spent["mu_shared_warmup"] = float(sum(e.mu for e in shared))
+            return spent
     if stats is not None and "dp_epsilon_chain" in stats and len(steps) == 1:
         eps = np.ravel(stats["dp_epsilon_chain"].isel(draw=-1).values)
         return {"epsilon_per_chain": [float(e) for e in eps], "epsilon": float(eps.sum())}
     if stats is None or "dp_mu_chain" not in stats or len(steps) != 1:
         return None
     mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
-    shared = sum(
-        event_from_dict(e).mu
-        for r in steps[0].guard.reservations()
-        if run_id is not None and r.get("run_id") == run_id and r.get("kind") == "warm-up"
-        for e in r["events"]
-    )
+    shared = sum(e.mu for e in shared)
     spent = {"mu_per_chain": [float(m) for m in mu]}
     if shared:
         spent["mu_shared_warmup"] = float(shared)

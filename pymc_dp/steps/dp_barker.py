@@ -19,11 +19,18 @@ from pymc_dp.accounting.validation import check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
+from pymc_dp.steps.warmup import PrivateWarmup
 
 __all__ = ["DPBarker"]
 
 
-class DPBarker(SubsampledPrivateStep):
+#: Independent draws per iteration of a random walk at its optimal scale on a d-dimensional
+#: Gaussian target, times d (Roberts & Rosenthal 2001: about 0.33/d for Metropolis); halved
+#: for Barker's acceptance, which accepts at most half as often. A planning figure.
+_BARKER_EFFICIENCY = 0.15
+
+
+class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     r"""Differentially private MCMC by the Barker acceptance test on random batches.
 
     Heikkilä, Jälkö, Dikmen & Honkela (2019); thesis 3.3, Algorithm 3. Each iteration
@@ -72,6 +79,17 @@ class DPBarker(SubsampledPrivateStep):
     S, scaling, tune_interval
         Per-coordinate proposal standard deviations, their initial factor (tuned from
         accept decisions during tuning) and the tuning period.
+    method : {"auto", "mcmc", "laplace"}
+        ``"auto"`` (default) runs DP Barker MCMC only when the iterations the budget buys
+        give about :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain
+        (a random walk's best case); otherwise the whole budget pays for the private Laplace
+        approximation of the posterior (as :class:`~pymc_dp.DPPenalty` does) and the draws
+        come from it, with a :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning`.
+        ``"mcmc"`` always runs DP Barker; ``"laplace"`` always draws from the approximation.
+    warmup : bool or pymc_dp.WarmupPlan
+        The private warm-up that makes the Laplace approximation (default ``True``; docs/
+        private-mcmc.md, "Settings chosen privately"). DP Barker's MCMC does not use it: its
+        clip bound is fixed by the algorithm. ``False`` with ``method="auto"`` means MCMC.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -91,12 +109,16 @@ class DPBarker(SubsampledPrivateStep):
     """
 
     name = "dp_barker"
-    privacy_settings = ("noise_variance", "_batch_choices")
+    privacy_settings = (
+        "noise_variance", "_batch_choices", "warmup", "method", "_laplace", "_shared_warmup"
+    )
+    laplace_capable = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
         "scaling": (np.float64, []),
         "dp_noise_variance": (np.float64, []),
+        "dp_warmup_mu": (np.float64, []),
         **SUBSAMPLED_PRIVACY_STATS,
     }
 
@@ -112,6 +134,8 @@ class DPBarker(SubsampledPrivateStep):
         proposal: str = "random_walk",
         S=None,
         scaling: float | None = None,
+        method: str = "auto",
+        warmup=True,
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -122,6 +146,15 @@ class DPBarker(SubsampledPrivateStep):
         rng=None,
     ):
         _check_noise_variance(noise_variance)
+        # (the clip bound √b/n0 is the algorithm's: the warm-up never sets it)
+        if method == "mcmc" and warmup is True:
+            warmup = False  # DP Barker's MCMC does not use it: no gradients needed
+        self._init_warmup(
+            warmup, hand_clipped=False, method=method,
+            mcmc_asked=any(x is not None for x in (batch_size, S, scaling)) or tempering != 1,
+        )
+        self._whiten = False
+        self._fixed_noise = False
         self._auto_batch = batch_size is None
         if not self._auto_batch and check_int(batch_size, "batch_size") < MIN_BARKER_BATCH:
             raise ValueError(
@@ -149,6 +182,7 @@ class DPBarker(SubsampledPrivateStep):
         )
         self._vcorr = load_vcorr()
         self._batch_choices: dict[tuple[int, int], tuple[int | None, int]] = {}
+        self._check_warmup_model()
         if not self._auto_batch and self.max_iterations() < 1:
             cost = PrivacyLedger(self._chain_events(1)).epsilon(self.delta)
             raise ValueError(
@@ -202,7 +236,7 @@ class DPBarker(SubsampledPrivateStep):
             self.batch_size = chosen
             self.sampling_rate = chosen / n
 
-    def default_length(self, chains: int) -> tuple[int, int]:
+    def _mcmc_length(self, chains: int) -> tuple[int, int]:
         """As many iterations as the budget buys with a batch of 1000 rows (or all n), at
         most 1000 per chain, a fifth of them tuning; if that batch buys fewer than 20, the
         most any batch buys. Public numbers only."""
@@ -230,6 +264,10 @@ class DPBarker(SubsampledPrivateStep):
         # max_iterations() // chains of them, and the step runs at most `chains` chains over
         # its life. Checked before the chain reads any data; the guard then reserves the
         # chain's actual releases against the budget.
+        self._choose_method(iterations, chains)
+        self._sampling_mu_allotment(chains)  # the warm-up's μ: all of it, or none for MCMC
+        if self._laplace:
+            return  # the warm-up spends the chain's whole share; the draws release nothing
         if self._auto_batch:
             self._choose_batch_size(iterations, chains)
         allowed = self.max_iterations()
@@ -243,7 +281,7 @@ class DPBarker(SubsampledPrivateStep):
                 f"split over {chains} planned chain(s). Run fewer or shorter chains, or use a "
                 "smaller batch. No data was read."
             )
-        ran = len(self.guard.reservations())
+        ran = len(self._chain_reservations())
         if ran >= chains:
             raise PrivacyBudgetExceeded(
                 f"This step already ran the {chains} chain(s) its budget was planned for; "
@@ -251,7 +289,9 @@ class DPBarker(SubsampledPrivateStep):
                 "budget. No data was read."
             )
 
-    def _chain_events(self, iterations: int) -> list[BarkerEvent]:
+    def _chain_events(self, iterations: int) -> list:
+        if self._laplace:
+            return self._warmup_events()
         return [
             BarkerEvent(
                 name="Barker test statistic",
@@ -262,7 +302,33 @@ class DPBarker(SubsampledPrivateStep):
         ]
 
     # ------------------------------------------------------------------ sampling
+    # Its noise is fixed (σ² = 2) and its budget bounds the iterations instead, checked when
+    # the run is planned: a short chain is the user's to ask for with method="mcmc".
+    _refuse_frozen = False
+
+    def _warmup_share(self) -> float:
+        return 0.0  # DP Barker's MCMC runs without the warm-up (the Laplace route: all of it)
+
+    def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
+        # the most iterations per chain any batch buys, at a random walk's best efficiency
+        n = self.private_model.n_data
+        _, most = _largest_batch(
+            lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains, 1, n
+        )
+        return _BARKER_EFFICIENCY * most / self.private_model.dim
+
+    def _start_chain(self) -> None:
+        super()._start_chain()
+        self._start_warmup_chain()
+
+    def _releases_per_iteration(self) -> int:
+        return 0 if self._laplace else 1
+
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._laplace:
+            draw, stats = self._laplace_transition(q)
+            stats.update(dp_noise_variance=np.nan, dp_warmup_mu=self._mu_warmup())
+            return draw, stats
         pmodel = self.private_model
         proposal = self._propose(q)
         q_new, logprior_new, info = barker_transition(
@@ -283,6 +349,7 @@ class DPBarker(SubsampledPrivateStep):
             "accepted": float(info.accepted),
             "scaling": float(np.mean(self.scaling)),
             "dp_noise_variance": self.noise_variance,
+            "dp_warmup_mu": 0.0,
         }
         return q_new, stats
 

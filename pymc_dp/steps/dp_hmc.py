@@ -265,7 +265,10 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
             raise ValueError(_HAND_SETTINGS)
         self.grad_clip = check_positive(grad_clip, "grad_clip") if hand_clipped else None
         self.loglik_clip = check_positive(loglik_clip, "loglik_clip") if hand_clipped else None
-        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
+        self._init_warmup(
+            warmup, hand_clipped=hand_clipped, method=method,
+            mcmc_asked=any(x is not None for x in (n_steps, path_length, step_size)),
+        )
         if n_steps is not None and path_length is not None:
             raise ValueError("Give n_steps or path_length, not both.")
         if n_steps is not None:

@@ -131,7 +131,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self._init_clip_bound(clip_bound, S, warmup, method=method)
+        self._init_clip_bound(clip_bound, S, warmup, method=method, mcmc_asked=scaling is not None)
         self._check_proposal_args(proposal, scaling, tune_interval)
         self.noise_multiplier = (
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")

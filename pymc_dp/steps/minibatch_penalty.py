@@ -100,8 +100,10 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     name = "minibatch_dp_penalty"
     privacy_settings = (
-        "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations", "warmup"
+        "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations", "warmup", "method",
+        "_laplace", "_shared_warmup",
     )
+    laplace_capable = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -126,6 +128,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         S=None,
         scaling: float | None = None,
         warmup=True,
+        method: str = "auto",
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
@@ -135,7 +138,10 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         blocked: bool = True,
         rng=None,
     ):
-        self._init_clip_bound(clip_bound, S, warmup)
+        self._init_clip_bound(
+            clip_bound, S, warmup, method=method,
+            mcmc_asked=batch_size is not None or scaling is not None or tempering != 1,
+        )
         self._fixed_noise = noise_multiplier is not None
         self.noise_multiplier = (
             check_positive(noise_multiplier, "noise_multiplier") if self._fixed_noise else None
@@ -202,17 +208,30 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         # λ carries (∝ n/b), falls as n grows, while a batch stays cheap to read.
         return int(min(n, max(100, math.ceil(10 * math.sqrt(n)))))
 
-    def _calibrate(self, iterations: int, chains: int) -> None:
-        releases = iterations * chains
-        # The warm-up's Gaussian releases compose with subsampled ones through RDP, where a
-        # share of the Gaussian μ costs more than that share of ε: the warm-up gets the μ
-        # that half its share of ε would buy alone, and the calibration below the rest.
+    def _shared_warmup_mu(self) -> float:
+        if self._laplace:
+            return self._chain_mu_allotment(1)
+        return self._mcmc_warmup_mu()
+
+    def _mcmc_warmup_mu(self) -> float:
+        """The μ of a run's warm-up (all chains together) when MCMC follows it.
+
+        The warm-up's Gaussian releases compose with subsampled ones through RDP, where a
+        share of the Gaussian μ costs more than that share of ε: the warm-up gets the μ that
+        half its share of ε would buy alone, the calibration the rest. (A chain's own
+        warm-up gets 1/chains of it: the same cost in every accountant.)
+        """
         share = self._warmup_share()
-        self._warmup_mu = (
-            max_gaussian_mu(share * self.epsilon / 2, self.delta) / chains if share else 0.0
-        )
+        return max_gaussian_mu(share * self.epsilon / 2, self.delta) if share else 0.0
+
+    def _calibrate(self, iterations: int, chains: int) -> None:
+        self._choose_method(iterations, chains)
+        shared = self._shared_warmup is not None
+        self._warmup_mu = 0.0 if shared else self._shared_warmup_mu() / chains
+        if self._laplace:
+            return  # the warm-up spends the whole budget; the draws release nothing
         if self._fixed_noise:
-            cost = self._cost(releases, chains)
+            cost = self._cost(iterations * chains, chains)
             if cost > self.epsilon:
                 raise PrivacyBudgetExceeded(
                     f"{chains} chain(s) of {iterations} iterations at noise multiplier "
@@ -221,18 +240,46 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
                     "shorter chains, or let the step calibrate its noise. No data was read."
                 )
             return
-        key = (iterations, chains)
+        self.noise_multiplier = self._mcmc_noise_multiplier(iterations, chains, shared)
+
+    def _mcmc_noise_multiplier(self, iterations: int, chains: int, shared: bool) -> float:
+        """z for ``chains`` chains of ``iterations`` releases beside the warm-up(s).
+
+        One root search over z for the whole planned run (every chain, tuning included),
+        the warm-up's releases composed in: all of them together cost (ε, δ). Cached.
+        """
+        key = (iterations, chains, shared)
         if key not in self._calibrations:
-            # One root search over z for the whole planned run: every chain, tuning included.
-            # (the chains' warm-ups composed in: all releases together cost (ε, δ))
+            fixed = []
+            if self.warmup is not None:
+                # one warm-up of the run's μ, or `chains` of 1/chains of it: the same cost
+                mu = self._mcmc_warmup_mu() / (1 if shared else chains)
+                fixed = [
+                    replace(e, count=e.count * (1 if shared else chains))
+                    for e in self.warmup.events(mu / self.warmup.share)
+                ]
             z, _ = subsampled_noise_multiplier(
-                self.epsilon, self.delta, self.sampling_rate, releases,
-                fixed=tuple(self._warmups(chains)),
+                self.epsilon, self.delta, self.sampling_rate, iterations * chains,
+                fixed=tuple(fixed),
             )
             self._calibrations[key] = z
-        self.noise_multiplier = self._calibrations[key]
+        return self._calibrations[key]
+
+    def _sampling_mu_equivalent(self, iterations: int, chains: int) -> float:
+        # λ's noise sd per unit of move is z·(nT/b) times the full-data penalty's (whose
+        # k releases of multiplier z' cost μ = k/(2z'²)): the μ of a full-data chain as
+        # noisy. (Δ_σ adds to the noise: a best case.)
+        if self._fixed_noise:
+            z = self.noise_multiplier
+        else:
+            z = self._mcmc_noise_multiplier(iterations, chains, shared=False)
+        n = self.private_model.n_data
+        z_full = z * n * self.tempering / self.batch_size
+        return iterations / (2.0 * z_full**2)
 
     def _chain_events(self, iterations: int) -> list:
+        if self._laplace:
+            return self._warmup_events()
         return self._warmup_events() + self._events(iterations)
 
     def _start_chain(self) -> None:
@@ -242,6 +289,10 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     # ------------------------------------------------------------------ sampling
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._laplace:
+            draw, stats = self._laplace_transition(q)
+            stats.update(dp_noise_multiplier=np.nan, dp_warmup_mu=self._mu_warmup())
+            return draw, stats
         if self._u is None:
             # First iteration of the chain: the warm-up (its releases) sets the start, the
             # coordinates and the clip bound. (The base class guarantees that q is where
@@ -274,6 +325,9 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             "dp_warmup_mu": self._mu_warmup(),
         }
         return view.theta(u_new), stats
+
+    def _releases_per_iteration(self) -> int:
+        return 0 if self._laplace else 1
 
     def _logprior(self, u: np.ndarray) -> float:
         # the cached prior, in the warm-up's coordinates

@@ -135,8 +135,13 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         self._logprior_cache = (np.array(q_new, copy=True), logprior_new)
 
     # ------------------------------------------------------------------ privacy stats
+    def _releases_per_iteration(self) -> int:
+        """How many subsampled releases an iteration makes (none when drawing from the
+        private Laplace approximation)."""
+        return 1
+
     def _iteration_privacy_stats(self) -> dict[str, Any]:
-        self._releases += 1
+        self._releases += self._releases_per_iteration()
         return {
             "dp_releases_chain": self._releases,
             "dp_batch_size": self.batch_size,
@@ -161,7 +166,9 @@ def events_from_stats(stats) -> list[list[Event]] | None:
     for i in range(last["dp_releases_chain"].size):
         count = int(last["dp_releases_chain"][i])
         n, b = int(last["dp_n_data"][i]), int(last["dp_batch_size"][i])
-        if "dp_noise_variance" in last:
+        if count == 0:
+            event = None  # draws from the private Laplace approximation: no batch released
+        elif "dp_noise_variance" in last:
             event = BarkerEvent(
                 name="Barker test statistic",
                 count=count,
@@ -179,7 +186,7 @@ def events_from_stats(stats) -> list[list[Event]] | None:
             )
         else:
             return None
-        events = [event]
+        events = [] if event is None else [event]
         warmup_mu = float(last.get("dp_warmup_mu", np.zeros(i + 1))[i])
         if warmup_mu > 0:
             # The warm-up's Gaussian releases compose to one of the same μ (exactly, in

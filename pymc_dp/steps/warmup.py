@@ -148,8 +148,12 @@ class PrivateWarmup:
 
     #: whether the step can draw from the private Laplace approximation instead of MCMC
     laplace_capable = False
+    #: whether ``method="mcmc"`` refuses a run whose noise would leave its chains frozen
+    _refuse_frozen = True
 
-    def _init_clip_bound(self, clip_bound, S, warmup, method: str = "mcmc") -> None:
+    def _init_clip_bound(
+        self, clip_bound, S, warmup, method: str = "mcmc", mcmc_asked: bool = False
+    ) -> None:
         """Set ``clip_bound`` (None: the warm-up chooses it) and the warm-up (public args).
 
         For the penalty steps, whose one clip bound and proposal sds ``S`` are in θ's units
@@ -163,9 +167,14 @@ class PrivateWarmup:
                 "units), and when you turn the warm-up off (warmup=False)."
             )
         self.clip_bound = check_positive(clip_bound, "clip_bound") if hand_clipped else None
-        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method)
+        self._init_warmup(warmup, hand_clipped=hand_clipped, method=method, mcmc_asked=mcmc_asked)
 
-    def _init_warmup(self, warmup, *, hand_clipped: bool, method: str = "mcmc") -> None:
+    def _init_warmup(
+        self, warmup, *, hand_clipped: bool, method: str = "mcmc", mcmc_asked: bool = False
+    ) -> None:
+        """``hand_clipped``: clip bounds given (in θ's units: no whitening); ``mcmc_asked``:
+        another setting only MCMC uses was given. Either makes ``method="auto"`` run MCMC
+        unless the chains would freeze (a setting the user gives wins)."""
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.warmup = _check_warmup(warmup)
@@ -177,6 +186,7 @@ class PrivateWarmup:
         self.method = method
         self._laplace = method == "laplace"
         self._whiten = self.warmup is not None and not hand_clipped
+        self._mcmc_asked = hand_clipped or mcmc_asked
         self._warmup_mu = 0.0
         self._view = None
         self._warmup_result: LaplaceWarmup | None = None
@@ -224,9 +234,10 @@ class PrivateWarmup:
 
     def shared_warmup_events(self) -> list:
         """The releases of one warm-up for all chains of a run (public numbers)."""
-        if not self.laplace_capable or self.warmup is None:
+        mu = self._shared_warmup_mu()
+        if not self.laplace_capable or self.warmup is None or mu <= 0:
             return []
-        return self.warmup.events(self._shared_warmup_mu() / self.warmup.share)
+        return self.warmup.events(mu / self.warmup.share)
 
     def warm_up_for_run(
         self, rng: np.random.Generator, chains: int, iterations: int, **info
@@ -280,9 +291,9 @@ class PrivateWarmup:
             or self.warmup is None
         ):
             return  # (noise fixed by hand, or no warm-up: the user asked for that MCMC run)
-        moves = self._expected_moves(chains)
+        moves = self._expected_moves(chains, iterations)
         if self.method == "mcmc":
-            if moves < 1.0:
+            if moves < 1.0 and self._refuse_frozen:
                 raise PrivacyBudgetExceeded(
                     f"This run would leave its chains frozen: with ε = {self.epsilon:.4g} over "
                     f"{chains} chain(s), n = {self.private_model.n_data} and "
@@ -307,12 +318,22 @@ class PrivateWarmup:
                 stacklevel=2,
             )
 
-    def _expected_moves(self, chains: int) -> float:
+    def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
+        if iterations is None:
+            iterations = sum(self._mcmc_length(chains))
         return expected_moves(
-            (1 - self._warmup_share()) * self._chain_mu_allotment(chains),
+            self._sampling_mu_equivalent(iterations, chains),
             self.private_model.n_data,
             self.private_model.dim,
         )
+
+    def _sampling_mu_equivalent(self, iterations: int, chains: int) -> float:
+        """The μ of full-data Gaussian releases as noisy as a chain's MCMC releases would be.
+
+        For the Gaussian steps, the μ their sampling may spend (it does not depend on the
+        chain's length). Public numbers only.
+        """
+        return (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
 
     def _will_use_laplace(self, chains: int) -> bool:
         if self.method == "laplace":
@@ -323,8 +344,8 @@ class PrivateWarmup:
         )
 
     def _min_moves(self) -> float:
-        # Clip bounds given by hand ask for MCMC: leave it only for a run that would freeze.
-        return MCMC_MIN_MOVES if self._whiten else 1.0
+        # Settings given by hand ask for MCMC: leave it only for a run that would freeze.
+        return 1.0 if self._mcmc_asked else MCMC_MIN_MOVES
 
     def default_length(self, chains: int) -> tuple[int, int]:
         # Draws from the Laplace approximation are free: many, no tuning.
@@ -340,7 +361,7 @@ class PrivateWarmup:
 
     def _plan_notes(self, iterations: int, chains: int) -> list[str]:
         notes = []
-        if self.warmup is not None:
+        if self.warmup is not None and (self._laplace or self._warmup_share() > 0):
             notes.append(
                 f"warm-up: {self.warmup.iterations} iterations, "
                 f"{'all' if self._laplace else f'{self.warmup.share:.0%}'} of each chain's "
@@ -349,7 +370,7 @@ class PrivateWarmup:
                 f"noise sd 1/√{chains} of a chain's own)"
             )
         if self.laplace_capable:
-            moves = self._expected_moves(chains)
+            moves = self._expected_moves(chains, iterations)
             if self._laplace:
                 notes.append(
                     "draws: from the private Laplace approximation (no further release; "
@@ -392,7 +413,7 @@ class PrivateWarmup:
 
     def _warmup_events(self) -> list:
         """A chain's own warm-up releases (none when the run's warm-up was shared)."""
-        if self.warmup is None or self._shared_warmup is not None:
+        if self.warmup is None or self._shared_warmup is not None or self._warmup_mu <= 0:
             return []
         return self.warmup.events(self._warmup_mu / self.warmup.share)
 

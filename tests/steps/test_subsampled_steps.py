@@ -115,8 +115,9 @@ def test_results_are_release_safe_and_report_their_cost(model, make_step):
         "accept", "accepted", "scaling", "dp_releases_chain", "dp_batch_size", "dp_n_data",
         "dp_delta", "dp_tempering", MECHANISM_STAT[make_step.kind],
     }
-    if make_step.kind == "minibatch_penalty":  # the warm-up's clip bound and μ (released)
-        public |= {"clip_bound", "dp_warmup_mu"}
+    public |= {"dp_warmup_mu"}  # the warm-up's μ (public: from the budget)
+    if make_step.kind == "minibatch_penalty":  # the warm-up's clip bound (released)
+        public |= {"clip_bound"}
     assert set(idata.sample_stats.data_vars) == public
     report = pymc_dp.privacy_report(idata)
     assert report.epsilon == idata.attrs["dp_epsilon"] <= step.epsilon

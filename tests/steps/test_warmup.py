@@ -334,7 +334,7 @@ def test_dpbarker_chooses_the_largest_batch_its_budget_pays_for(make_conjugate):
 
     model, *_ = make_conjugate(n=20_000)
     with model:
-        step = pymc_dp.DPBarker(eps=2.0, chains=2)
+        step = pymc_dp.DPBarker(eps=2.0, chains=2, method="mcmc")
         draws, tune = step.default_length(2)
         idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
     b, k = step.batch_size, draws + tune
@@ -356,3 +356,84 @@ def test_a_plain_pm_sample_trace_of_the_minibatch_warmup_gives_its_cost(make_con
     spent = pymc_dp.privacy_report(step).epsilon
     assert report.epsilon == pytest.approx(spent, rel=1e-9) and spent <= 2.0
     assert float(idata.sample_stats["dp_warmup_mu"].values.min()) > 0
+
+
+SUBSAMPLED = [pymc_dp.MinibatchDPPenalty, pymc_dp.DPBarker]
+
+
+@pytest.mark.parametrize("step_class", SUBSAMPLED)
+def test_minibatch_steps_with_only_eps_draw_from_the_private_approximation(
+    step_class, make_conjugate
+):
+    # At ε = 1 neither minibatch chain could mix: "auto" spends the whole budget on the
+    # private Laplace approximation, one warm-up for both chains, and releases no batch.
+    model, mean, sd = make_conjugate(n=5000, prior_sd=10.0)
+    with model:
+        step = step_class(eps=1.0, chains=2)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="Laplace"):
+            idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    draws = idata.posterior["mu"].values
+    assert abs(draws.mean() - mean) < 1.0 * sd
+    assert 0.5 < draws.std() / sd < 2.0
+    reservations = step.guard.reservations()
+    assert [r.get("kind") for r in reservations].count("warm-up") == 1
+    names = {e["name"] for r in reservations for e in r["events"]}
+    assert names and all(name.startswith("warm-up") for name in names)
+    assert np.all(idata.sample_stats["dp_releases_chain"].values == 0)
+    report = pymc_dp.privacy_report(idata)
+    assert report.epsilon == idata.attrs["dp_epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert idata.attrs["dp_epsilon"] <= 1.0
+    assert report.details["spent"]["from_trace"]["epsilon"] == pytest.approx(report.epsilon, rel=1e-9)
+
+
+@pytest.mark.parametrize("step_class", SUBSAMPLED)
+def test_a_plain_pm_sample_trace_of_a_laplace_minibatch_step_gives_its_cost(
+    step_class, make_conjugate
+):
+    # Per-chain warm-ups under pm.sample: the trace's stats alone must give what the
+    # ledger holds (the warm-up's μ per chain, no batch releases).
+    model, *_ = make_conjugate(n=3000)
+    with model:
+        step = step_class(eps=1.0, chains=2)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning):
+            idata = pm.sample(draws=30, tune=0, chains=2, step=step, cores=1, progressbar=False,
+                              random_seed=3, compute_convergence_checks=False)
+    report = pymc_dp.privacy_report(pymc_dp.release(idata, model=model))
+    spent = pymc_dp.privacy_report(step).epsilon
+    assert report.epsilon == pytest.approx(spent, rel=1e-9)
+    assert spent == pytest.approx(1.0, rel=1e-6) and spent <= 1.0
+
+
+def test_minibatch_mcmc_after_a_shared_warmup_costs_what_per_chain_warmups_would(
+    make_conjugate,
+):
+    # MCMC: the run's warm-up is reserved once, and the batch releases are calibrated
+    # with it composed in. Their noise must be what per-chain warm-ups give (the same
+    # RDP), and the whole run must cost the budget, never more.
+    model, *_ = make_conjugate(n=2000)
+    eps = 50.0
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(eps=eps, chains=2, method="mcmc")
+        idata = pymc_dp.sample(step=step, draws=100, tune=50, chains=2, **SAMPLE)
+    per_chain, shared = step._calibrations[(150, 2, False)], step._calibrations[(150, 2, True)]
+    assert shared == pytest.approx(per_chain, rel=1e-6)
+    kinds = [r.get("kind") for r in step.guard.reservations()]
+    assert kinds.count("warm-up") == 1 and len(kinds) == 3
+    chain_events = {e["name"] for r in step.guard.reservations() if r.get("kind") != "warm-up"
+                    for e in r["events"]}
+    assert chain_events == {"minibatch log-likelihood ratio"}
+    spent = pymc_dp.privacy_report(step).epsilon
+    assert 0.99 * eps < spent <= eps
+    report = pymc_dp.privacy_report(idata)
+    assert report.details["spent"]["from_trace"]["epsilon"] == pytest.approx(spent, rel=1e-9)
+
+
+def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
+    # A batch size given by hand is a setting of DP Barker's MCMC: it wins over "auto".
+    model, *_ = make_conjugate(n=5000)
+    with model:
+        assert pymc_dp.DPBarker(eps=1.0, chains=2)._will_use_laplace(2)
+        step = pymc_dp.DPBarker(eps=1.0, chains=2, batch_size=100)
+        assert not step._will_use_laplace(2)
+        step.plan(chains=2, draws=10, tune=0)
+        assert not step._laplace and step.batch_size == 100
