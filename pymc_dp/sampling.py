@@ -262,7 +262,9 @@ def sample(
         default_draws, default_tune = steps[0].default_length(check_int(chains, "chains"))
         draws = default_draws if draws is None else draws
         tune = default_tune if tune is None else tune
-    run_id = uuid.uuid4().hex
+    # A run whose warm-up for all chains was paid for by an earlier call that then failed
+    # (before any chain) goes on under that call's id: its report counts the warm-up.
+    run_id = _unused_shared_warmup_run(steps) or uuid.uuid4().hex
     for s in steps:
         s.plan(chains, draws=draws, tune=tune)
         s.run_id = run_id
@@ -270,32 +272,42 @@ def sample(
     private_names = set(data_dependent_deterministics(model))
     if var_names is None:
         var_names = _releasable_names(model)
-    elif private_names & set(var_names):
-        raise ValueError(
-            f"{sorted(private_names & set(var_names))} are computed from data and cannot be "
-            "released."
-        )
+    else:
+        unknown = sorted(set(var_names) - set(model.named_vars))
+        if unknown:
+            raise ValueError(f"var_names {unknown} are not variables of the model.")
+        if private_names & set(var_names):
+            raise ValueError(
+                f"{sorted(private_names & set(var_names))} are computed from data and cannot "
+                "be released."
+            )
 
     # One warm-up for all chains where the step has one (in this process, before PyMC
     # starts the chains): the whole warm-up budget in one approximation instead of a
     # 1/chains share each. Reserved in the ledger before it reads any data, and
-    # last, after every check of the arguments: a refused call spends nothing.
+    # last, after every check of the arguments: a refused call spends nothing. (If
+    # pm.sample then fails before any chain, the warm-up stays paid for: calling again
+    # runs the chains on it, under the same run id.)
     warmup_rng = _warmup_generator(kwargs.get("random_seed"))
     for s in steps:
         run_warmup = getattr(s, "warm_up_for_run", None)
         if run_warmup is not None:
             run_warmup(warmup_rng, check_int(chains, "chains"), int(tune) + int(draws),
                        run_id=run_id)
-    idata = pm.sample(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        step=step,
-        model=model,
-        var_names=list(var_names),
-        idata_kwargs=idata_kwargs,
-        **kwargs,
-    )
+    try:
+        _let_chains_use_shared_warmups(steps, True)
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            step=step,
+            model=model,
+            var_names=list(var_names),
+            idata_kwargs=idata_kwargs,
+            **kwargs,
+        )
+    finally:
+        _let_chains_use_shared_warmups(steps, False)
     report = _run_report(steps, run_id, idata, model)
     idata = release(idata, model=model)
     idata.attrs["dp_epsilon"] = report.epsilon
@@ -322,6 +334,24 @@ def _warmup_generator(random_seed) -> np.random.Generator:
         return np.random.default_rng(random_seed.randint(0, 2**31, size=4))
     seeds = np.atleast_1d(np.asarray(random_seed, dtype=np.int64)).tolist()
     return np.random.default_rng([*seeds, _WARMUP_SEED_TAG])
+
+
+def _unused_shared_warmup_run(steps) -> str | None:
+    """The run id of a step's warm-up for all chains that no chain has used yet, if any."""
+    for s in steps:
+        run_id = getattr(s, "shared_warmup_run_id", None)
+        if run_id is not None and not any(
+            r.get("run_id") == run_id for r in s._chain_reservations()
+        ):
+            return run_id
+    return None
+
+
+def _let_chains_use_shared_warmups(steps, allowed: bool) -> None:
+    # (copied into PyMC's worker processes with the step, as PyMC pickles it there)
+    for s in steps:
+        if hasattr(s, "_in_run_with_shared_warmup"):
+            s._in_run_with_shared_warmup = allowed
 
 
 def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyReport:

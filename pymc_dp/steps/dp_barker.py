@@ -109,9 +109,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     """
 
     name = "dp_barker"
-    privacy_settings = (
-        "noise_variance", "_batch_choices", "warmup", "method", "_laplace", "_shared_warmup"
-    )
+    privacy_settings = ("noise_variance", "_batch_choices")
     laplace_capable = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),

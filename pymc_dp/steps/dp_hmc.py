@@ -207,10 +207,6 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         "loglik_noise_multiplier",
         "budget_split",
         "_fixed_noise",
-        "warmup",
-        "method",
-        "_laplace",
-        "_shared_warmup",
     )
     _state_class = DPHMCState
     laplace_capable = True

@@ -96,8 +96,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
 
     name = "dp_penalty"
     privacy_settings = (
-        "clip_bound", "noise_multiplier", "_fixed_noise", "warmup", "method", "_laplace",
-        "_shared_warmup",
+        "clip_bound", "noise_multiplier", "_fixed_noise",
     )
     laplace_capable = True
     stats_dtypes_shapes = {

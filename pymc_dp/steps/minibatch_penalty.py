@@ -74,11 +74,22 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         accept decisions during tuning) and the tuning period; as for
         :class:`~pymc_dp.DPPenalty`.
     warmup : bool or pymc_dp.WarmupPlan
-        The private warm-up at the start of every chain (default ``True``: the μ that half of
-        ε buys alone, composed with the minibatch releases; docs/private-mcmc.md, "Settings chosen privately"). It chooses the
-        start, the coordinates (whitened by a private curvature estimate) and the clip
-        bound(s). ``False``: no warm-up (then give the clip bound(s)).
+        The private warm-up before the chains (default ``True``: the μ that half of ε buys
+        alone, composed with the minibatch releases; the whole budget with the Laplace
+        approximation; docs/private-mcmc.md, "Settings chosen privately").
+        :func:`pymc_dp.sample` runs one for all chains, ``pm.sample`` one per chain. It
+        chooses the start, the coordinates (whitened by a private curvature estimate) and
+        the clip bound. ``False``: no warm-up (then give the clip bound).
         The warm-up reads every row (it is not subsampled).
+    method : {"auto", "mcmc", "laplace"}
+        ``"auto"`` (default) runs the minibatch chain only when its calibrated noise buys
+        about :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain (or
+        one, when a setting only MCMC uses is given: ``clip_bound``, ``batch_size``,
+        ``tempering``, ``scaling``); otherwise the whole budget pays for the private Laplace
+        approximation and the draws come from it, with a
+        :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning` (no batch is released).
+        ``"mcmc"`` runs the chain but refuses one that would freeze; ``"laplace"`` always
+        draws from the approximation.
     chains, ledger_dir, model, initial_point, compile_kwargs, rng
         See :class:`pymc_dp.steps.base.PrivateStep`.
 
@@ -100,8 +111,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     name = "minibatch_dp_penalty"
     privacy_settings = (
-        "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations", "warmup", "method",
-        "_laplace", "_shared_warmup",
+        "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations",
     )
     laplace_capable = True
     stats_dtypes_shapes = {
@@ -246,16 +256,17 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         """z for ``chains`` chains of ``iterations`` releases beside the warm-up(s).
 
         One root search over z for the whole planned run (every chain, tuning included),
-        the warm-up's releases composed in: all of them together cost (ε, δ). Cached.
+        the warm-up's releases composed in (``shared``: those reserved for the run's
+        warm-up, whatever route it took): all of them together cost (ε, δ). Cached.
         """
         key = (iterations, chains, shared)
         if key not in self._calibrations:
-            fixed = []
-            if self.warmup is not None:
-                # one warm-up of the run's μ, or `chains` of 1/chains of it: the same cost
-                mu = self._mcmc_warmup_mu() / (1 if shared else chains)
+            fixed = list(self._shared_warmup_events) if shared else []
+            if self.warmup is not None and not shared:
+                # `chains` warm-ups of 1/chains of the run's μ: what one for all would cost
+                mu = self._mcmc_warmup_mu() / chains
                 fixed = [
-                    replace(e, count=e.count * (1 if shared else chains))
+                    replace(e, count=e.count * chains)
                     for e in self.warmup.events(mu / self.warmup.share)
                 ]
             z, _ = subsampled_noise_multiplier(

@@ -146,6 +146,11 @@ class PrivateWarmup:
     kernels use is ``self._view``.
     """
 
+    #: the warm-up's settings and what it reserved (fixed as every step's privacy settings)
+    privacy_settings = (
+        "warmup", "method", "_laplace", "_shared_warmup", "_shared_warmup_events",
+        "shared_warmup_run_id",
+    )
     #: whether the step can draw from the private Laplace approximation instead of MCMC
     laplace_capable = False
     #: whether ``method="mcmc"`` refuses a run whose noise would leave its chains frozen
@@ -190,8 +195,14 @@ class PrivateWarmup:
         self._warmup_mu = 0.0
         self._view = None
         self._warmup_result: LaplaceWarmup | None = None
-        # one warm-up for every chain of a run (warm_up_for_run), reserved once
+        # one warm-up for every chain of a run (warm_up_for_run), reserved once: what it
+        # found, the events reserved for it and the run they were reserved under
         self._shared_warmup: LaplaceWarmup | None = None
+        self._shared_warmup_events: tuple = ()
+        self.shared_warmup_run_id: str | None = None
+        # set by pymc_dp.sample while its pm.sample runs: chains after a shared warm-up must
+        # run there, where the report counts it (a plain pm.sample trace cannot see it)
+        self._in_run_with_shared_warmup = False
 
     def _check_warmup_model(self) -> None:
         """Refuse now, before any data is read, a model the warm-up cannot differentiate."""
@@ -274,6 +285,8 @@ class PrivateWarmup:
         found = self._run_warmup(rng, q0, self._shared_warmup_mu())
         with self._changing_settings():
             self._shared_warmup = found
+            self._shared_warmup_events = tuple(events)
+            self.shared_warmup_run_id = info.get("run_id")
         return found
 
     def _choose_method(self, iterations: int, chains: int) -> None:
@@ -393,7 +406,20 @@ class PrivateWarmup:
     def _start_warmup_chain(self) -> None:
         """Forget the last chain's warm-up: every chain pays for its own and runs it (with
         its own generator), so a run is the same whether PyMC runs its chains in one
-        process, one after another, or in several."""
+        process, one after another, or in several.
+
+        After a warm-up for all chains (:meth:`warm_up_for_run`), refuse a chain that
+        :func:`pymc_dp.sample` did not start (before it reserves or reads anything): its
+        trace would not show the warm-up its draws depend on.
+        """
+        if self._shared_warmup is not None and not self._in_run_with_shared_warmup:
+            raise PrivacyBudgetExceeded(
+                f"This {type(self).__name__} already ran its private warm-up for all chains "
+                "of a pymc_dp.sample run (a call that then failed?): its chains must run in "
+                "pymc_dp.sample too, whose report counts that warm-up; a plain pm.sample "
+                "trace would not. Call pymc_dp.sample(step=step, ...) with the same chains. "
+                "Nothing was reserved for this chain."
+            )
         self._warmup_result = None
 
     def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:

@@ -437,3 +437,41 @@ def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
         assert not step._will_use_laplace(2)
         step.plan(chains=2, draws=10, tune=0)
         assert not step._laplace and step.batch_size == 100
+
+
+@pytest.mark.parametrize("step_class", [pymc_dp.DPPenalty, pymc_dp.MinibatchDPPenalty])
+def test_after_a_failed_run_its_paid_warmup_is_reported_by_the_run_that_uses_it(
+    monkeypatch, step_class, make_conjugate
+):
+    # pm.sample fails after the run's warm-up was paid for: calling pymc_dp.sample again
+    # runs the chains on that warm-up, and the published cost must include it; a plain
+    # pm.sample, whose trace cannot show it, is refused before it reserves anything.
+    import pymc_dp.sampling as sampling
+
+    model, *_ = make_conjugate(n=2000)
+    real = sampling.pm.sample
+    with model:
+        step = step_class(eps=1.0, chains=2, method="laplace")
+        monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            pymc_dp.sample(step=step, chains=2, **SAMPLE)
+        monkeypatch.setattr(sampling.pm, "sample", real)
+        before = step.guard.reservations()
+        assert [r.get("kind") for r in before] == ["warm-up"]
+        with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="pymc_dp.sample"):
+            pm.sample(step=step, draws=20, tune=0, chains=2, cores=1, progressbar=False)
+        assert step.guard.reservations() == before
+        idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    spent = pymc_dp.privacy_report(step).epsilon
+    assert spent == pytest.approx(1.0, rel=1e-6)
+    assert idata.attrs["dp_epsilon"] == pytest.approx(spent, rel=1e-9)
+    assert pymc_dp.privacy_report(idata).epsilon == pytest.approx(spent, rel=1e-9)
+
+
+def test_unknown_var_names_are_refused_before_the_warmup(make_conjugate):
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, chains=2)
+        with pytest.raises(ValueError, match="not variables of the model"):
+            pymc_dp.sample(step=step, chains=2, var_names=["nope"], **SAMPLE)
+    assert step.guard.reservations() == []
