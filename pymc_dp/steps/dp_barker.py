@@ -241,10 +241,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         n = self.private_model.n_data
         k = barker_max_iterations(self.epsilon, self.delta, n, min(n, 1000)) // chains
         if k < 20:
-            _, most = _largest_batch(
-                lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains, 1, n
-            )
-            k = max(k, most)
+            k = max(k, self._most_iterations(chains))
         k = int(np.clip(k, 1, 1000))
         tune = k // 5
         return k - tune, tune
@@ -307,13 +304,17 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def _warmup_share(self) -> float:
         return 0.0  # DP Barker's MCMC runs without the warm-up (the Laplace route: all of it)
 
-    def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
-        # the most iterations per chain any batch buys, at a random walk's best efficiency
+    def _most_iterations(self, chains: int) -> int:
+        """About the most iterations per chain that any batch size buys (public numbers)."""
         n = self.private_model.n_data
         _, most = _largest_batch(
             lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains, 1, n
         )
-        return _BARKER_EFFICIENCY * most / self.private_model.dim
+        return most
+
+    def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
+        # the most iterations per chain any batch buys, at a random walk's best efficiency
+        return _BARKER_EFFICIENCY * self._most_iterations(chains) / self.private_model.dim
 
     def _start_chain(self) -> None:
         super()._start_chain()

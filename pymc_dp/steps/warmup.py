@@ -357,8 +357,11 @@ class PrivateWarmup:
         )
 
     def _min_moves(self) -> float:
-        # Settings given by hand ask for MCMC: leave it only for a run that would freeze.
-        return 1.0 if self._mcmc_asked else MCMC_MIN_MOVES
+        if not self._mcmc_asked:
+            return MCMC_MIN_MOVES
+        # Settings given by hand ask for MCMC: leave it only for a run that would freeze
+        # (never, for a step whose budget bounds its iterations, not its noise).
+        return 1.0 if self._refuse_frozen else 0.0
 
     def default_length(self, chains: int) -> tuple[int, int]:
         # Draws from the Laplace approximation are free: many, no tuning.

@@ -437,6 +437,9 @@ def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
         assert not step._will_use_laplace(2)
         step.plan(chains=2, draws=10, tune=0)
         assert not step._laplace and step.batch_size == 100
+        # (even where MCMC buys under one independent draw: the user asked for this chain)
+        step = pymc_dp.DPBarker(eps=0.7, chains=2, batch_size=100)
+        assert step._expected_moves(2) < 1 and not step._will_use_laplace(2)
 
 
 @pytest.mark.parametrize("step_class", [pymc_dp.DPPenalty, pymc_dp.MinibatchDPPenalty])
