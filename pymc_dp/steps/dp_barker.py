@@ -29,6 +29,13 @@ __all__ = ["DPBarker"]
 #: for Barker's acceptance, which accepts at most half as often. A planning figure.
 _BARKER_EFFICIENCY = 0.15
 
+#: The smallest batch, in units of T²n, at which DP Barker's clip √b/(nT) stops binding on
+#: a typical move's per-datum ratios: a move of 2.38/√d posterior sds and a datum's
+#: gradient at twice its typical norm √(d/n) give a ratio of about 4.8/√n, and
+#: √b/(nT) ≥ 4.8/√n needs b ≥ 23 T² n. Below it the clipped test follows a flattened
+#: target (without tempering, any batch: thesis 3.4). A planning figure.
+_BARKER_UNCLIPPED_BATCH = 23.0
+
 
 class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     r"""Differentially private MCMC by the Barker acceptance test on random batches.
@@ -313,8 +320,16 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         return most
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
-        # the most iterations per chain any batch buys, at a random walk's best efficiency
-        return _BARKER_EFFICIENCY * self._most_iterations(chains) / self.private_model.dim
+        # The iterations per chain the budget buys with a batch large enough that clipping
+        # leaves typical moves alone, at a random walk's best efficiency; none if no batch
+        # is (without tempering: the chain would follow a flattened, prior-like target).
+        n = self.private_model.n_data
+        batch = math.ceil(_BARKER_UNCLIPPED_BATCH * self.tempering**2 * n)
+        if batch > n:
+            return 0.0
+        batch = max(batch, MIN_BARKER_BATCH)
+        k = barker_max_iterations(self.epsilon, self.delta, n, batch) // chains
+        return _BARKER_EFFICIENCY * k / self.private_model.dim
 
     def _start_chain(self) -> None:
         super()._start_chain()

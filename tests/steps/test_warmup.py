@@ -428,6 +428,17 @@ def test_minibatch_mcmc_after_a_shared_warmup_costs_what_per_chain_warmups_would
     assert report.details["spent"]["from_trace"]["epsilon"] == pytest.approx(spent, rel=1e-9)
 
 
+def test_dpbarker_auto_never_runs_a_chain_whose_clip_flattens_its_target(make_conjugate):
+    # Untempered, DP Barker's clip √b/n binds on every batch: however many iterations a
+    # huge budget buys, its chain would follow a flattened target, so "auto" draws from
+    # the Laplace approximation.
+    model, *_ = make_conjugate(n=5000)
+    with model:
+        step = pymc_dp.DPBarker(eps=1e4, chains=2)
+        assert step._most_iterations(2) > 1e5
+        assert step._expected_moves(2) == 0 and step._will_use_laplace(2)
+
+
 def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
     # A batch size given by hand is a setting of DP Barker's MCMC: it wins over "auto".
     model, *_ = make_conjugate(n=5000)
