@@ -339,12 +339,23 @@ class LaplaceWarmup:
     posterior on the value space. ``clip`` is the last released quantile of the per-datum
     gradient norms measured in the dual metric ``‖g‖_{H⁻¹}`` of the curvature then in use: a
     bound on ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem).
+    ``noise_cov`` is the covariance of ``mean`` over the gradient releases' noise (a
+    function of public values: noise multipliers, clip bounds, metrics), so that
+    ``N(mean, hessian⁻¹ + noise_cov)`` also carries the uncertainty the privacy noise adds.
     """
 
     mean: np.ndarray
     hessian: np.ndarray
     clip: float
     iterations: int
+    noise_cov: np.ndarray | None = None
+
+    def covariance(self) -> np.ndarray:
+        """``hessian⁻¹ + noise_cov``: the spread of the posterior and of the noise in mean."""
+        cov = np.linalg.inv(self.hessian)
+        if self.noise_cov is not None and np.all(np.isfinite(self.noise_cov)):
+            cov = cov + self.noise_cov
+        return 0.5 * (cov + cov.T)
 
 
 def _clamp_eigenvalues(h: np.ndarray, factor: float) -> np.ndarray:
@@ -515,12 +526,18 @@ def laplace_warmup(
             length = float(np.sqrt(step @ h_step @ step))
             # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
             noise_length = 2.0 * clip * z_grad * np.sqrt(d)
-            targets.append((q, 1.0 / z_grad**2, length, noise_length, level == quantile))
+            # the target's covariance over that noise, N(0, (2Cz)² I) through Wᵀ h⁻¹
+            spread = w.T @ np.linalg.inv(h_step)
+            noise_cov = (2.0 * clip * z_grad) ** 2 * (spread @ spread.T)
+            targets.append(
+                (q, 1.0 / z_grad**2, length, noise_length, level == quantile, noise_cov)
+            )
         shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
         w = whitening(shape)
+    mean, noise_cov = _converged_mean(targets, q)
     return LaplaceWarmup(
-        mean=_converged_mean(targets, q), hessian=shape, clip=clip, iterations=len(zs)
+        mean=mean, hessian=shape, clip=clip, iterations=len(zs), noise_cov=noise_cov
     )
 
 
@@ -546,7 +563,7 @@ _NEAR = 3.0
 
 def _is_near(target) -> bool:
     """Whether a Newton step was short: no longer than its release noise explains."""
-    _, _, length, noise_length, _ = target
+    _, _, length, noise_length, _, _ = target
     return length <= _NEAR + 2.0 * noise_length
 
 
@@ -559,14 +576,21 @@ def _converged_mean(targets, last: np.ndarray) -> np.ndarray:
     release's precision (1/z²) uses the budget of all these iterations, not only the last
     one's. Only targets whose gradient was clipped at the high quantile count (a middle
     quantile's clipping bias would move the mean). Post-processing.
+
+    Returns the mean and its covariance over the release noise: the targets' noises are
+    independent (each Newton step corrects the last one's to first order), so
+    ``Σ a_t² C_t / (Σ a_t)²`` for weights a_t and target covariances C_t.
     """
     tail = []
     for target in reversed(targets):
-        q, weight, _, _, high = target
+        q, weight, _, _, high, cov = target
         if not (high and _is_near(target)):
             break
-        tail.append((q, weight))
+        tail.append((q, weight, cov))
     if not tail:
-        return last
-    weights = np.array([w for _, w in tail])
-    return np.sum([w * q for q, w in tail], axis=0) / weights.sum()
+        return last, (targets[-1][5] if targets else None)
+    weights = np.array([a for _, a, _ in tail])
+    total = weights.sum()
+    mean = np.sum([a * q for q, a, _ in tail], axis=0) / total
+    cov = np.sum([a**2 * c for _, a, c in tail], axis=0) / total**2
+    return mean, cov

@@ -328,6 +328,13 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         n_chains = check_int(n_chains, "chains")
         ran = len(self._chain_reservations())
         left = self.planned_chains - ran
+        if n_chains > left and left <= 0:
+            raise PrivacyBudgetExceeded(
+                f"This step's budget is spent: all {self.planned_chains} chain(s) it was "
+                "planned for already ran. Create a new step for another run (it spends a new "
+                "budget, which adds to what this one spent on the same data). Nothing was run "
+                "and no budget was reserved."
+            )
         if n_chains > left:
             already = f", {ran} of which already ran" if ran else ""
             raise PrivacyBudgetExceeded(

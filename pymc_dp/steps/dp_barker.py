@@ -118,6 +118,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     name = "dp_barker"
     privacy_settings = ("noise_variance", "_batch_choices")
     laplace_capable = True
+    _subsampled = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),

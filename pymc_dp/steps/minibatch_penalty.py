@@ -114,6 +114,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         "clip_bound", "noise_multiplier", "_fixed_noise", "_calibrations",
     )
     laplace_capable = True
+    _subsampled = True
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),

@@ -141,10 +141,11 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         return 1
 
     def _iteration_privacy_stats(self) -> dict[str, Any]:
-        self._releases += self._releases_per_iteration()
+        releases = self._releases_per_iteration()
+        self._releases += releases
         return {
             "dp_releases_chain": self._releases,
-            "dp_batch_size": self.batch_size,
+            "dp_batch_size": self.batch_size if releases else 0,  # (0: no batch read)
             "dp_n_data": self.private_model.n_data,
             "dp_delta": self.delta,
             "dp_tempering": self.tempering,

@@ -305,6 +305,13 @@ class PrivateWarmup:
         ):
             return  # (noise fixed by hand, or no warm-up: the user asked for that MCMC run)
         moves = self._expected_moves(chains, iterations)
+        if self.method == "mcmc" and moves < 1.0 and not self._refuse_frozen:
+            self._warn_once(
+                f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
+                "draws per chain here: expect chains that hardly mix (R̂ far above 1). "
+                "method='auto' would draw from the private Laplace approximation instead.",
+                UserWarning,
+            )
         if self.method == "mcmc":
             if moves < 1.0 and self._refuse_frozen:
                 raise PrivacyBudgetExceeded(
@@ -321,15 +328,36 @@ class PrivateWarmup:
         with self._changing_settings():
             self._laplace = laplace
         if laplace:
-            warnings.warn(
+            if self._mcmc_asked:  # (then moves < 1: method="mcmc" would refuse the run)
+                advice = (
+                    "The MCMC settings given are not used; give a larger budget or fewer "
+                    "chains to run MCMC with them."
+                )
+            else:
+                advice = (
+                    "Give a larger budget or fewer chains for MCMC, or method='mcmc' to run "
+                    "it anyway."
+                )
+            reads = " (it reads every row, not batches)" if self._subsampled else ""
+            self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
                 f"draws per chain here, too few for chains to mix (method='auto' asks for "
                 f"{self._min_moves():.0f}); the draws come from the private Laplace "
-                "approximation N(θ̂, Ĥ⁻¹) that the whole budget pays for. Give a larger "
-                "budget or fewer chains for MCMC, or method='mcmc' to run it anyway.",
+                f"approximation N(θ̂, Ĥ⁻¹ + Σ̂_noise) that the whole budget pays for{reads}. "
+                f"{advice}",
                 LaplaceApproximationWarning,
-                stacklevel=2,
             )
+
+    #: whether the step's MCMC reads random batches (its Laplace route reads every row)
+    _subsampled = False
+
+    def _warn_once(self, message: str, category) -> None:
+        """Warn once per step and kind of warning: a run plans and calibrates several
+        times (and the figures in the message change with the run's length)."""
+        said = self.__dict__.setdefault("_warned", set())
+        if category not in said:
+            said.add(category)
+            warnings.warn(message, category, stacklevel=4)
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         if iterations is None:
@@ -430,7 +458,7 @@ class PrivateWarmup:
         if self._warmup_result is None:
             self._warm_up(q)
         found = self._warmup_result
-        draw = found.mean + whitening(found.hessian).T @ self.rng.standard_normal(found.mean.size)
+        draw = _draw_approximation(found, self.rng)
         stats = {}
         for key, (dtype, _) in self.stats_dtypes_shapes.items():
             if key.startswith("dp_"):
@@ -453,7 +481,7 @@ class PrivateWarmup:
         """Set the chain up from the warm-up; return the chain's start θ.
 
         With a warm-up for the whole run (:meth:`warm_up_for_run`) nothing is released: the
-        chain starts at a draw from its approximation N(θ̂, Ĥ⁻¹) (post-processing, with the
+        chain starts at a draw from its approximation N(θ̂, Ĥ⁻¹ + Σ̂) (post-processing, with the
         chain's generator), so that chains start apart and R̂ can compare them. Otherwise
         the chain runs its own warm-up from θ = ``q`` (releases).
         """
@@ -462,7 +490,7 @@ class PrivateWarmup:
             return q
         if self._shared_warmup is not None:
             found = self._shared_warmup
-            start = found.mean + whitening(found.hessian).T @ self.rng.standard_normal(q.size)
+            start = _draw_approximation(found, self.rng)
         else:
             found = self._run_warmup(self.rng, np.asarray(q, dtype=float), self._warmup_mu)
             start = found.mean
@@ -498,7 +526,7 @@ class PrivateWarmup:
             )
         if not np.all(np.isfinite(found.mean)):
             # Noise took the iterate off the model's support: start where the chain was.
-            found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations)
+            found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations, found.noise_cov)
         return found
 
     def _choose_proposal(self, noise_per_distance) -> None:
@@ -528,3 +556,10 @@ class PrivateWarmup:
     def _warmup_variances(self) -> np.ndarray:
         """The diagonal of Ĥ⁻¹: posterior variances of θ's coordinates (released)."""
         return np.diag(np.linalg.inv(self._warmup_result.hessian))
+
+
+def _draw_approximation(found: LaplaceWarmup, rng: np.random.Generator) -> np.ndarray:
+    """A draw from ``N(mean, hessian⁻¹ + noise_cov)``: the private approximation, widened by
+    the noise in its mean (post-processing, with the chain's generator)."""
+    factor = np.linalg.cholesky(found.covariance())
+    return found.mean + factor @ rng.standard_normal(found.mean.size)

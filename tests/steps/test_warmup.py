@@ -489,3 +489,51 @@ def test_unknown_var_names_are_refused_before_the_warmup(make_conjugate):
         with pytest.raises(ValueError, match="not variables of the model"):
             pymc_dp.sample(step=step, chains=2, var_names=["nope"], **SAMPLE)
     assert step.guard.reservations() == []
+
+
+def test_laplace_warning_is_given_once_and_never_advises_what_would_be_refused(make_conjugate):
+    # A batch size given asks for MCMC; where MCMC would freeze, "auto" draws from the
+    # approximation and must say that the setting is unused, not advise method="mcmc"
+    # (which refuses a frozen run).
+    model, *_ = make_conjugate(n=5000)
+    with model:
+        step = pymc_dp.MinibatchDPPenalty(eps=0.5, chains=2, batch_size=50)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning) as caught:
+            step.plan(chains=2)
+            idata = pymc_dp.sample(step=step, chains=2, draws=50, **SAMPLE)
+    messages = [str(w.message) for w in caught if w.category is pymc_dp.LaplaceApproximationWarning]
+    assert len(messages) == 1
+    assert "not used" in messages[0] and "method='mcmc'" not in messages[0]
+    assert "every row" in messages[0]
+    assert np.all(idata.sample_stats["dp_batch_size"].values == 0)  # no batch was read
+
+
+def test_a_spent_step_says_so_and_suggests_a_new_step(make_conjugate):
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, chains=1, method="laplace")
+        pymc_dp.sample(step=step, chains=1, draws=20, **SAMPLE)
+        with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="budget is spent.*new step"):
+            pymc_dp.sample(step=step, chains=1, draws=20, **SAMPLE)
+
+
+def test_the_approximation_carries_the_noise_of_its_own_mean(make_conjugate):
+    # The private mode is off the posterior's by the release noise; its covariance, from
+    # public numbers, must describe that error (a noise sd wrong by 2 would give E z² of
+    # about 0.2 or 3), and the draws' spread must include it.
+    model, mean, sd = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, chains=1, method="laplace")
+    step.plan(chains=1, draws=10, tune=0)
+    pmodel = step.private_model
+    z2, noise_var = [], []
+    for seed in range(40):
+        found = step._run_warmup(np.random.default_rng(seed), pmodel.ravel(pmodel._initial_point),
+                                 step._shared_warmup_mu())
+        noise_var.append(float(found.noise_cov[0, 0]))
+        z2.append(float(found.mean[0] - mean) ** 2 / noise_var[-1])
+        assert found.covariance()[0, 0] == pytest.approx(
+            1.0 / found.hessian[0, 0] + noise_var[-1], rel=1e-9
+        )
+    assert 0.4 < np.mean(z2) < 1.6
+    assert 0.1 < np.mean(noise_var) / sd**2 < 3.0  # the regime: noise comparable to sd
