@@ -299,19 +299,23 @@ class PrivateWarmup:
         below one (the chain would hardly leave its start) before any data is read, with
         the numbers.
         """
-        if (
-            self.method == "laplace" or not self.laplace_capable or self._fixed_noise
-            or self.warmup is None
-        ):
-            return  # (noise fixed by hand, or no warm-up: the user asked for that MCMC run)
+        if self.method == "laplace" or not self.laplace_capable or self._fixed_noise:
+            return  # (noise fixed by hand: the user asked for that MCMC run)
+        if self.warmup is None and self._refuse_frozen:
+            return  # (no warm-up, so no approximation: the user asked for that MCMC run)
         moves = self._expected_moves(chains, iterations)
-        if self.method == "mcmc" and moves < 1.0 and not self._refuse_frozen:
+        mcmc = self.method == "mcmc" or self.warmup is None or moves >= self._min_moves()
+        if mcmc and moves < 1.0 and not self._refuse_frozen:
+            # (a step whose budget bounds its iterations runs what it was asked to run)
             self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
-                "draws per chain here: expect chains that hardly mix (R̂ far above 1). "
-                "method='auto' would draw from the private Laplace approximation instead.",
+                "draws per chain here: expect chains that hardly mix (R̂ far above 1)"
+                + ("." if self.warmup is None else "; method='auto' with no MCMC settings "
+                   "would draw from the private Laplace approximation instead."),
                 UserWarning,
             )
+        if self.warmup is None:
+            return
         if self.method == "mcmc":
             if moves < 1.0 and self._refuse_frozen:
                 raise PrivacyBudgetExceeded(

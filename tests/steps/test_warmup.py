@@ -537,3 +537,12 @@ def test_the_approximation_carries_the_noise_of_its_own_mean(make_conjugate):
         )
     assert 0.4 < np.mean(z2) < 1.6
     assert 0.1 < np.mean(noise_var) / sd**2 < 3.0  # the regime: noise comparable to sd
+
+
+def test_dpbarker_mcmc_that_can_hardly_mix_says_so(make_conjugate):
+    model, *_ = make_conjugate(n=5000)
+    with model:
+        step = pymc_dp.DPBarker(eps=2.0, chains=2, method="mcmc")
+        assert step._expected_moves(2) < 1
+        with pytest.warns(UserWarning, match="hardly mix"):
+            step.plan(chains=2)
