@@ -462,7 +462,11 @@ class PrivateWarmup:
         if self._warmup_result is None:
             self._warm_up(q)
         found = self._warmup_result
-        draw = _draw_approximation(found, self.rng)
+        cached = self.__dict__.get("_approximation_factor")
+        if cached is None or cached[0] is not found:  # (one factorisation per approximation)
+            cached = (found, np.linalg.cholesky(found.covariance()))
+            self._approximation_factor = cached
+        draw = _draw_approximation(found, self.rng, cached[1])
         stats = {}
         for key, (dtype, _) in self.stats_dtypes_shapes.items():
             if key.startswith("dp_"):
@@ -562,8 +566,12 @@ class PrivateWarmup:
         return np.diag(np.linalg.inv(self._warmup_result.hessian))
 
 
-def _draw_approximation(found: LaplaceWarmup, rng: np.random.Generator) -> np.ndarray:
+def _draw_approximation(
+    found: LaplaceWarmup, rng: np.random.Generator, factor: np.ndarray | None = None
+) -> np.ndarray:
     """A draw from ``N(mean, hessian⁻¹ + noise_cov)``: the private approximation, widened by
-    the noise in its mean (post-processing, with the chain's generator)."""
-    factor = np.linalg.cholesky(found.covariance())
+    the noise in its mean (post-processing, with the chain's generator). ``factor``: the
+    covariance's Cholesky factor, if already computed."""
+    if factor is None:
+        factor = np.linalg.cholesky(found.covariance())
     return found.mean + factor @ rng.standard_normal(found.mean.size)
