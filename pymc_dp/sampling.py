@@ -125,7 +125,7 @@ class PrivacyReport:
             for row in self.details.get(key, []):
                 shown = {k: v for k, v in row.items() if k != "events"}
                 lines.append(f"  {kind} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
-        for row in self.details.get("ledger", []):
+        for row in _grouped_events(self.details.get("ledger", [])):
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         if self.details.get("tempered"):
             lines.insert(1, f"TEMPERED TARGET: {self.details['tempered']}")
@@ -140,6 +140,36 @@ class PrivacyReport:
 
 def _fmt(v):
     return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+#: Per-event numbers that add up over a group of events of one kind (for display).
+_ADDITIVE = ("count", "mu")
+
+
+def _grouped_events(rows: list[dict]) -> list[dict]:
+    """Ledger rows that differ only in their numbers (one kind of release, made in several
+    iterations), shown as one, in order of first appearance.
+
+    ``count`` and ``mu`` add up; another number that differs within a group is shown as
+    its range. For display only: the report's ``details["ledger"]`` keeps every row.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        words = tuple((k, v if not isinstance(v, int | float) else None) for k, v in row.items())
+        groups.setdefault(words, []).append(row)
+    shown = []
+    for group in groups.values():
+        row = dict(group[0])
+        for key, value in row.items():
+            if not isinstance(value, int | float) or len(group) == 1:
+                continue
+            values = [r[key] for r in group]
+            if key in _ADDITIVE:
+                row[key] = type(value)(sum(values))
+            elif min(values) != max(values):
+                row[key] = f"{min(values):.4g} … {max(values):.4g}"
+        shown.append(row)
+    return shown
 
 
 # ---------------------------------------------------------------------- steps

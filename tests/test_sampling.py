@@ -469,3 +469,18 @@ def test_a_chain_that_never_moved_gets_a_warning_that_says_what_to_change():
             warnings.simplefilter("error", pymc_dp.sampling.StuckChainWarning)
             pymc_dp.sample(step=step, draws=100, tune=100, chains=1, random_seed=1,
                            progressbar=False)
+
+
+def test_the_report_shows_one_line_per_kind_of_release_and_keeps_every_event():
+    from pymc_dp.sampling import _grouped_events
+
+    rows = [
+        {"kind": "gaussian", "name": "a", "count": 1, "noise_multiplier": 2.0, "mu": 0.125},
+        {"kind": "gaussian", "name": "b", "count": 1, "noise_multiplier": 1.0, "mu": 0.5},
+        {"kind": "gaussian", "name": "a", "count": 1, "noise_multiplier": 1.0, "mu": 0.5},
+    ]
+    shown = _grouped_events(rows)
+    assert [r["name"] for r in shown] == ["a", "b"]
+    assert shown[0]["count"] == 2 and shown[0]["mu"] == 0.625
+    assert shown[0]["noise_multiplier"] == "1 … 2"
+    assert shown[1] == rows[1]
