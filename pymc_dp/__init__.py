@@ -19,7 +19,7 @@ from pymc_dp.steps.dp_hmc import DPHMC
 from pymc_dp.steps.dp_penalty import DPPenalty
 from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
 from pymc_dp.accounting.plan import WarmupPlan
-from pymc_dp.steps.warmup import LaplaceApproximationWarning
+from pymc_dp.steps.warmup import LaplaceApproximationWarning, WarmupNotConvergedWarning
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,7 @@ __all__ = [
     "GaussianMechanism",
     "InfectionCurveMechanism",
     "LaplaceApproximationWarning",
+    "WarmupNotConvergedWarning",
     "LaplaceMechanism",
     "DPPenalty",
     "MinibatchDPPenalty",

@@ -349,6 +349,8 @@ class LaplaceWarmup:
     clip: float
     iterations: int
     noise_cov: np.ndarray | None = None
+    #: whether the last Newton steps were short (no longer than their noise explains)
+    converged: bool = True
 
     def covariance(self) -> np.ndarray:
         """``hessian⁻¹ + noise_cov``: the spread of the posterior and of the noise in mean."""
@@ -526,8 +528,11 @@ def laplace_warmup(
             length = float(np.sqrt(step @ h_step @ step))
             # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
             noise_length = 2.0 * clip * z_grad * np.sqrt(d)
-            # the target's covariance over that noise, N(0, (2Cz)² I) through Wᵀ h⁻¹
-            spread = w.T @ np.linalg.inv(h_step)
+            # the target's covariance over that noise, N(0, (2Cz)² I) through Wᵀ h⁻¹. (With
+            # h's eigenvalues clamped: near the mode the curvature in the previous metric
+            # is about I, and a near-zero eigenvalue, whose step the trust region cut, would
+            # otherwise claim an unbounded spread.)
+            spread = w.T @ np.linalg.inv(_clamp_eigenvalues(h_step, _NOISE_CURVATURE_RANGE))
             noise_cov = (2.0 * clip * z_grad) ** 2 * (spread @ spread.T)
             targets.append(
                 (q, 1.0 / z_grad**2, length, noise_length, level == quantile, noise_cov)
@@ -535,11 +540,16 @@ def laplace_warmup(
         shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
         w = whitening(shape)
-    mean, noise_cov = _converged_mean(targets, q)
+    mean, noise_cov, converged = _converged_mean(targets, q)
     return LaplaceWarmup(
-        mean=mean, hessian=shape, clip=clip, iterations=len(zs), noise_cov=noise_cov
+        mean=mean, hessian=shape, clip=clip, iterations=len(zs), noise_cov=noise_cov,
+        converged=converged,
     )
 
+
+#: The range [1/r, r] of the whitened curvature's eigenvalues the noise covariance of a
+#: Newton target assumes.
+_NOISE_CURVATURE_RANGE = 4.0
 
 #: How much a clip bound may grow from one iteration to the next (both in whitened units,
 #: where a datum's norms keep their scale once the metric is close).
@@ -577,7 +587,8 @@ def _converged_mean(targets, last: np.ndarray) -> np.ndarray:
     one's. Only targets whose gradient was clipped at the high quantile count (a middle
     quantile's clipping bias would move the mean). Post-processing.
 
-    Returns the mean and its covariance over the release noise: the targets' noises are
+    Returns the mean, its covariance over the release noise, and whether any target was
+    near (else the last iterate, which is not yet at the mode). The targets' noises are
     independent (each Newton step corrects the last one's to first order), so
     ``Σ a_t² C_t / (Σ a_t)²`` for weights a_t and target covariances C_t.
     """
@@ -588,9 +599,9 @@ def _converged_mean(targets, last: np.ndarray) -> np.ndarray:
             break
         tail.append((q, weight, cov))
     if not tail:
-        return last, (targets[-1][5] if targets else None)
+        return last, (targets[-1][5] if targets else None), False
     weights = np.array([a for _, a, _ in tail])
     total = weights.sum()
     mean = np.sum([a * q for q, a, _ in tail], axis=0) / total
     cov = np.sum([a**2 * c for _, a, c in tail], axis=0) / total**2
-    return mean, cov
+    return mean, cov, True

@@ -40,6 +40,7 @@ __all__ = [
     "AffineView",
     "DEFAULT_WARMUP",
     "LaplaceApproximationWarning",
+    "WarmupNotConvergedWarning",
     "MCMC_MIN_MOVES",
     "METHODS",
     "PrivateWarmup",
@@ -67,6 +68,10 @@ MCMC_MIN_MOVES = 1000.0
 
 class LaplaceApproximationWarning(UserWarning):
     """The draws come from the private Laplace approximation, not from MCMC."""
+
+
+class WarmupNotConvergedWarning(UserWarning):
+    """The private warm-up's last Newton steps were still long: it may be far from the mode."""
 
 
 def expected_moves(mu: float, n: int, dim: int) -> float:
@@ -534,7 +539,18 @@ class PrivateWarmup:
             )
         if not np.all(np.isfinite(found.mean)):
             # Noise took the iterate off the model's support: start where the chain was.
-            found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations, found.noise_cov)
+            found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations, found.noise_cov,
+                                  converged=False)
+        if not found.converged:  # (a released fact: the steps' lengths are released values)
+            warnings.warn(
+                f"{type(self).__name__}: the private warm-up did not settle: its last Newton "
+                f"steps were longer than their noise explains, so its approximation (the "
+                f"start{', and the draws' if self._laplace else ''}) may be far from the "
+                "posterior. Give a larger budget, a model whose initial point is closer to "
+                "the data's scale, or check the result against a public reference.",
+                WarmupNotConvergedWarning,
+                stacklevel=3,
+            )
         return found
 
     def _choose_proposal(self, noise_per_distance) -> None:

@@ -6,6 +6,7 @@ and let every setting the user gives win.
 """
 
 import json
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -546,3 +547,24 @@ def test_dpbarker_mcmc_that_can_hardly_mix_says_so(make_conjugate):
         assert step._expected_moves(2) < 1
         with pytest.warns(UserWarning, match="hardly mix"):
             step.plan(chains=2)
+
+
+def test_a_warmup_that_did_not_settle_says_so(make_conjugate):
+    # Data a thousand prior-initial-point units away and two iterations: the Newton steps
+    # are still long at the end, and the step must say its approximation may be off.
+    from pymc_dp.accounting.plan import WarmupPlan
+
+    y = np.random.default_rng(0).normal(1000.0, 1.0, 2000)
+    with pm.Model():
+        mu = pm.Normal("mu", 0.0, 1e4)
+        pm.Normal("y", mu, 1.0, observed=y)
+        short = pymc_dp.DPPenalty(eps=1.0, chains=1, method="laplace",
+                                  warmup=WarmupPlan(iterations=2))
+        with pytest.warns(pymc_dp.WarmupNotConvergedWarning, match="did not settle"):
+            pymc_dp.sample(step=short, chains=1, draws=20, **SAMPLE)
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        settled = pymc_dp.DPPenalty(eps=4.0, chains=1, method="laplace")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pymc_dp.WarmupNotConvergedWarning)
+            pymc_dp.sample(step=settled, chains=1, draws=20, **SAMPLE)
