@@ -31,13 +31,13 @@ from pymc.step_methods.compound import CompoundStep
 
 from pymc_dp.accounting.validation import check_int
 from pymc_dp import _progressbar
-from pymc_dp.accounting.events import event_from_dict
+from pymc_dp.accounting.events import GaussianEvent, event_from_dict
 from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import data_dependent_deterministics
 from pymc_dp.steps.base import PrivateStep
-from pymc_dp.steps.subsampled import events_from_stats
+from pymc_dp.steps.subsampled import events_from_stats, shared_warmup_mu_from_stats
 
 __all__ = [
     "NotReleasableWarning",
@@ -292,12 +292,6 @@ def sample(
         default_draws, default_tune = steps[0].default_length(check_int(chains, "chains"))
         draws = default_draws if draws is None else draws
         tune = default_tune if tune is None else tune
-    # A run whose warm-up for all chains was paid for by an earlier call that then failed
-    # (before any chain) goes on under that call's id: its report counts the warm-up.
-    run_id = _unused_shared_warmup_run(steps) or uuid.uuid4().hex
-    for s in steps:
-        s.plan(chains, draws=draws, tune=tune)
-        s.run_id = run_id
 
     private_names = set(data_dependent_deterministics(model))
     if var_names is None:
@@ -311,6 +305,13 @@ def sample(
                 f"{sorted(private_names & set(var_names))} are computed from data and cannot "
                 "be released."
             )
+
+    # A run whose warm-up for all chains was paid for by an earlier call that then failed
+    # (before any chain) goes on under that call's id: its report counts the warm-up.
+    run_id = _unused_shared_warmup_run(steps) or uuid.uuid4().hex
+    for s in steps:
+        s.plan(chains, draws=draws, tune=tune)
+        s.run_id = run_id
 
     # One warm-up for all chains where the step has one (in this process, before PyMC
     # starts the chains): the whole warm-up budget in one approximation instead of a
@@ -514,6 +515,14 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
         )
 
 
+def _shared_warmup_event(mu: float) -> list:
+    """The shared warm-up's Gaussian releases as one event of the same μ (exact in every
+    accountant: Gaussian RDP curves add like μ)."""
+    if mu <= 0:
+        return []
+    return [GaussianEvent(name="warm-up for all chains", noise_multiplier=(2.0 * mu) ** -0.5)]
+
+
 def _check_trace_within_reserved(from_trace: dict | None, reserved: float) -> None:
     """Refuse a run whose trace reports a higher cost than the ledger reserved for it.
 
@@ -536,20 +545,17 @@ def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> 
     Gaussian steps record μ per chain, minibatch steps their releases, pure ε-DP steps
     (ABCDP) ε per chain. Equal to the reserved cost when every chain ran to the end;
     smaller if a chain stopped early (its reservation is not given back). A warm-up shared
-    by the run's chains ran before them, outside the trace: its μ comes from its
-    reservation (of ``run_id``) and is shown apart.
+    by the run's chains ran before them: every draw records its μ
+    (``dp_mu_shared_warmup``), counted once and shown apart.
     """
     stats = idata.children.get("sample_stats")
-    shared = [
-        event_from_dict(e)
-        for r in (steps[0].guard.reservations() if len(steps) == 1 else [])
-        if run_id is not None and r.get("run_id") == run_id and r.get("kind") == "warm-up"
-        for e in r["events"]
-    ]
+    shared = shared_warmup_mu_from_stats(stats)
     if stats is not None and "dp_releases_chain" in stats and len(steps) == 1:
         chain_events = events_from_stats(stats)  # minibatch steps: subsampled releases
         if chain_events is not None:
-            ledger = PrivacyLedger([e for events in chain_events for e in events] + shared)
+            ledger = PrivacyLedger(
+                [e for events in chain_events for e in events] + _shared_warmup_event(shared)
+            )
             spent = {
                 "releases_per_chain": [
                     sum(e.count for e in events if e.name != "warm-up") for events in chain_events
@@ -557,7 +563,7 @@ def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> 
                 "epsilon": ledger.epsilon(steps[0].delta),
             }
             if shared:
-                spent["mu_shared_warmup"] = float(sum(e.mu for e in shared))
+                spent["mu_shared_warmup"] = shared
             return spent
     if stats is not None and "dp_epsilon_chain" in stats and len(steps) == 1:
         eps = np.ravel(stats["dp_epsilon_chain"].isel(draw=-1).values)
@@ -565,7 +571,6 @@ def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> 
     if stats is None or "dp_mu_chain" not in stats or len(steps) != 1:
         return None
     mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
-    shared = sum(e.mu for e in shared)
     spent = {"mu_per_chain": [float(m) for m in mu]}
     if shared:
         spent["mu_shared_warmup"] = float(shared)
@@ -1072,8 +1077,11 @@ def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport
     mu_total, pure_total = 0.0, 0.0
     if "dp_mu_chain" in stats:
         mu = np.ravel(stats["dp_mu_chain"].isel(draw=-1).values)
-        mu_total = float(mu.sum())
+        shared = shared_warmup_mu_from_stats(stats)
+        mu_total = float(mu.sum()) + shared
         details["mu_total"] = mu_total
+        if shared:
+            details["mu_shared_warmup"] = shared
         chains += [{"chain": i, "mu": float(m)} for i, m in enumerate(mu)]
         if delta is None:
             delta = float(np.max(stats["dp_delta"].values))
@@ -1107,7 +1115,10 @@ def _report_from_subsampled_stats(stats, delta: float | None) -> PrivacyReport |
         return None
     if delta is None:
         delta = float(np.max(stats["dp_delta"].values))
-    ledger = PrivacyLedger([e for events in chain_events for e in events])
+    ledger = PrivacyLedger(
+        [e for events in chain_events for e in events]
+        + _shared_warmup_event(shared_warmup_mu_from_stats(stats))
+    )
     return PrivacyReport(
         ledger.epsilon(delta),
         delta,
@@ -1116,7 +1127,8 @@ def _report_from_subsampled_stats(stats, delta: float | None) -> PrivacyReport |
         "edited trace reports less",
         {
             "chains": [
-                {"chain": i, "releases": events[0].count} for i, events in enumerate(chain_events)
+                {"chain": i, "releases": sum(e.count for e in events if e.name != "warm-up")}
+                for i, events in enumerate(chain_events)
             ],
             "ledger": ledger.summary(),
             **_tempering_text(

@@ -443,6 +443,10 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         return Competence.INCOMPATIBLE
 
     # ------------------------------------------------------------------ subclass hooks
+    def _mu_shared_warmup(self) -> float:
+        """μ of the warm-up the run's chains share (none by default), for the trace's stats."""
+        return 0.0
+
     def _calibrate(self, iterations: int, chains: int) -> None:
         raise NotImplementedError
 

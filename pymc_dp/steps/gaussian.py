@@ -18,11 +18,13 @@ from pymc_dp.steps.base import PrivateStep
 __all__ = ["GaussianPrivateStep", "GAUSSIAN_PRIVACY_STATS"]
 
 #: Per-draw privacy stats of Gaussian steps: μ of this iteration, μ of the chain so far
-#: (tuning included, so discarded tuning draws still count), and the δ of the budget.
+#: (tuning included, so discarded tuning draws still count), the δ of the budget, and the μ
+#: of a warm-up the run's chains share (paid once, before them: counted once per trace).
 GAUSSIAN_PRIVACY_STATS = {
     "dp_mu": (np.float64, []),
     "dp_mu_chain": (np.float64, []),
     "dp_delta": (np.float64, []),
+    "dp_mu_shared_warmup": (np.float64, []),
 }
 
 
@@ -78,4 +80,9 @@ class GaussianPrivateStep(PrivateStep):
         mu = self._mu_per_iteration() + self._mu_pending
         self._mu_pending = 0.0
         self._mu_chain += mu
-        return {"dp_mu": mu, "dp_mu_chain": self._mu_chain, "dp_delta": self.delta}
+        return {
+            "dp_mu": mu,
+            "dp_mu_chain": self._mu_chain,
+            "dp_delta": self.delta,
+            "dp_mu_shared_warmup": self._mu_shared_warmup(),
+        }

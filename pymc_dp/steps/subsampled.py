@@ -27,18 +27,25 @@ from pymc_dp.kernels.penalty import Proposal
 from pymc_dp.steps.base import PrivateStep
 from pymc_dp.steps.proposals import TunedProposal
 
-__all__ = ["SUBSAMPLED_PRIVACY_STATS", "SubsampledPrivateStep", "events_from_stats"]
+__all__ = [
+    "SUBSAMPLED_PRIVACY_STATS",
+    "SubsampledPrivateStep",
+    "events_from_stats",
+    "shared_warmup_mu_from_stats",
+]
 
 #: Per-draw privacy stats of the minibatch steps (all public). ``dp_releases_chain`` counts
 #: the chain's releases so far, tuning included, so the last draw of a chain says what the
 #: whole chain released even when tuning draws are discarded. ``dp_tempering`` is the T of
-#: the target p(θ) p(x | θ)^T the draws follow (1: the posterior).
+#: the target p(θ) p(x | θ)^T the draws follow (1: the posterior). ``dp_mu_shared_warmup``
+#: is the μ of a warm-up the run's chains share (paid once, before them).
 SUBSAMPLED_PRIVACY_STATS = {
     "dp_releases_chain": (np.int64, []),
     "dp_batch_size": (np.int64, []),
     "dp_n_data": (np.int64, []),
     "dp_delta": (np.float64, []),
     "dp_tempering": (np.float64, []),
+    "dp_mu_shared_warmup": (np.float64, []),
 }
 
 
@@ -149,6 +156,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
             "dp_n_data": self.private_model.n_data,
             "dp_delta": self.delta,
             "dp_tempering": self.tempering,
+            "dp_mu_shared_warmup": self._mu_shared_warmup(),
         }
 
 
@@ -197,3 +205,11 @@ def events_from_stats(stats) -> list[list[Event]] | None:
             )
         chains.append(events)
     return chains
+
+
+def shared_warmup_mu_from_stats(stats) -> float:
+    """μ of the warm-up a trace's chains share, from its ``dp_mu_shared_warmup`` stat (0 if
+    none): one warm-up for the run, so the largest value, counted once."""
+    if stats is None or "dp_mu_shared_warmup" not in stats.data_vars:
+        return 0.0
+    return float(np.max(stats["dp_mu_shared_warmup"].values))

@@ -481,6 +481,13 @@ class PrivateWarmup:
         stats.update(accept=1.0, accepted=1.0)
         return draw, stats
 
+    def _mu_shared_warmup(self) -> float:
+        # Every chain's draws depend on it: each draw says so, so that the trace alone
+        # (even of a plain pm.sample) counts it, once.
+        if self._shared_warmup is None:
+            return 0.0
+        return float(sum(event.mu for event in self._shared_warmup_events))
+
     def _warmup_events(self) -> list:
         """A chain's own warm-up releases (none when the run's warm-up was shared)."""
         if self.warmup is None or self._shared_warmup is not None or self._warmup_mu <= 0:

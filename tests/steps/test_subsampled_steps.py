@@ -115,7 +115,7 @@ def test_results_are_release_safe_and_report_their_cost(model, make_step):
         "accept", "accepted", "scaling", "dp_releases_chain", "dp_batch_size", "dp_n_data",
         "dp_delta", "dp_tempering", MECHANISM_STAT[make_step.kind],
     }
-    public |= {"dp_warmup_mu"}  # the warm-up's μ (public: from the budget)
+    public |= {"dp_warmup_mu", "dp_mu_shared_warmup"}  # warm-up μ (public: from the budget)
     if make_step.kind == "minibatch_penalty":  # the warm-up's clip bound (released)
         public |= {"clip_bound"}
     assert set(idata.sample_stats.data_vars) == public

@@ -568,3 +568,28 @@ def test_a_warmup_that_did_not_settle_says_so(make_conjugate):
         with warnings.catch_warnings():
             warnings.simplefilter("error", pymc_dp.WarmupNotConvergedWarning)
             pymc_dp.sample(step=settled, chains=1, draws=20, **SAMPLE)
+
+
+@pytest.mark.parametrize("step_class", [pymc_dp.DPPenalty, pymc_dp.MinibatchDPPenalty])
+def test_a_plain_trace_that_draws_on_a_shared_warmup_reports_it(
+    monkeypatch, step_class, make_conjugate
+):
+    # Even if a chain ran outside pymc_dp.sample on a run's shared warm-up (here forced by
+    # setting the flag pymc_dp.sample sets), the trace's own stats count that warm-up.
+    import pymc_dp.sampling as sampling
+
+    model, *_ = make_conjugate(n=2000)
+    real = sampling.pm.sample
+    with model:
+        step = step_class(eps=1.0, chains=2, method="laplace")
+        monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            pymc_dp.sample(step=step, chains=2, **SAMPLE)
+        monkeypatch.setattr(sampling.pm, "sample", real)
+        step._in_run_with_shared_warmup = True
+        trace = pm.sample(step=step, draws=20, tune=0, chains=2, cores=1, progressbar=False,
+                          random_seed=1, compute_convergence_checks=False)
+    spent = pymc_dp.privacy_report(step).epsilon
+    released = pymc_dp.release(trace, model=model)
+    assert pymc_dp.privacy_report(released).epsilon == pytest.approx(spent, rel=1e-9)
+    assert spent == pytest.approx(1.0, rel=1e-6)
