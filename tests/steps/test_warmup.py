@@ -454,23 +454,30 @@ def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
         assert step._expected_moves(2) < 1 and not step._will_use_laplace(2)
 
 
+def _failed_after_its_shared_warmup(monkeypatch, step_class):
+    """A step (ε = 1, two chains, Laplace) whose pymc_dp.sample failed in pm.sample, after
+    its shared warm-up was reserved and run."""
+    import pymc_dp.sampling as sampling
+
+    real = sampling.pm.sample
+    step = step_class(eps=1.0, chains=2, method="laplace")
+    monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        pymc_dp.sample(step=step, chains=2, **SAMPLE)
+    monkeypatch.setattr(sampling.pm, "sample", real)
+    return step
+
+
 @pytest.mark.parametrize("step_class", [pymc_dp.DPPenalty, pymc_dp.MinibatchDPPenalty])
 def test_after_a_failed_run_its_paid_warmup_is_reported_by_the_run_that_uses_it(
     monkeypatch, step_class, make_conjugate
 ):
     # pm.sample fails after the run's warm-up was paid for: calling pymc_dp.sample again
     # runs the chains on that warm-up, and the published cost must include it; a plain
-    # pm.sample, whose trace cannot show it, is refused before it reserves anything.
-    import pymc_dp.sampling as sampling
-
+    # pm.sample is refused before it reserves anything.
     model, *_ = make_conjugate(n=2000)
-    real = sampling.pm.sample
     with model:
-        step = step_class(eps=1.0, chains=2, method="laplace")
-        monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
-        with pytest.raises(ZeroDivisionError):
-            pymc_dp.sample(step=step, chains=2, **SAMPLE)
-        monkeypatch.setattr(sampling.pm, "sample", real)
+        step = _failed_after_its_shared_warmup(monkeypatch, step_class)
         before = step.guard.reservations()
         assert [r.get("kind") for r in before] == ["warm-up"]
         with pytest.raises(pymc_dp.PrivacyBudgetExceeded, match="pymc_dp.sample"):
@@ -576,16 +583,9 @@ def test_a_plain_trace_that_draws_on_a_shared_warmup_reports_it(
 ):
     # Even if a chain ran outside pymc_dp.sample on a run's shared warm-up (here forced by
     # setting the flag pymc_dp.sample sets), the trace's own stats count that warm-up.
-    import pymc_dp.sampling as sampling
-
     model, *_ = make_conjugate(n=2000)
-    real = sampling.pm.sample
     with model:
-        step = step_class(eps=1.0, chains=2, method="laplace")
-        monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
-        with pytest.raises(ZeroDivisionError):
-            pymc_dp.sample(step=step, chains=2, **SAMPLE)
-        monkeypatch.setattr(sampling.pm, "sample", real)
+        step = _failed_after_its_shared_warmup(monkeypatch, step_class)
         step._in_run_with_shared_warmup = True
         trace = pm.sample(step=step, draws=20, tune=0, chains=2, cores=1, progressbar=False,
                           random_seed=1, compute_convergence_checks=False)
