@@ -430,7 +430,7 @@ def _run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyR
     epsilon = sum(ledger.epsilon(s.delta) for s, ledger, _ in per_step)
     delta = sum(s.delta for s, _, _ in per_step)
     lifetime = sum(s.guard.spent().epsilon(s.delta) for s in steps)
-    from_trace = _trace_spent(steps, idata, run_id)
+    from_trace = _trace_spent(steps, idata)
     _check_trace_within_reserved(from_trace, epsilon)
     details = {
         "report_version": REPORT_VERSION,
@@ -515,6 +515,11 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
         )
 
 
+def _batch_releases(events) -> int:
+    """A minibatch chain's batch releases (its events less its own warm-up's)."""
+    return sum(e.count for e in events if e.name != "warm-up")
+
+
 def _shared_warmup_event(mu: float) -> list:
     """The shared warm-up's Gaussian releases as one event of the same μ (exact in every
     accountant: Gaussian RDP curves add like μ)."""
@@ -539,7 +544,7 @@ def _check_trace_within_reserved(from_trace: dict | None, reserved: float) -> No
         )
 
 
-def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> dict | None:
+def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
     """The run's cost recomputed from the trace's own privacy stats.
 
     Gaussian steps record μ per chain, minibatch steps their releases, pure ε-DP steps
@@ -557,9 +562,7 @@ def _trace_spent(steps: list[PrivateStep], idata, run_id: str | None = None) -> 
                 [e for events in chain_events for e in events] + _shared_warmup_event(shared)
             )
             spent = {
-                "releases_per_chain": [
-                    sum(e.count for e in events if e.name != "warm-up") for events in chain_events
-                ],
+                "releases_per_chain": [_batch_releases(events) for events in chain_events],
                 "epsilon": ledger.epsilon(steps[0].delta),
             }
             if shared:
@@ -1127,7 +1130,7 @@ def _report_from_subsampled_stats(stats, delta: float | None) -> PrivacyReport |
         "edited trace reports less",
         {
             "chains": [
-                {"chain": i, "releases": sum(e.count for e in events if e.name != "warm-up")}
+                {"chain": i, "releases": _batch_releases(events)}
                 for i, events in enumerate(chain_events)
             ],
             "ledger": ledger.summary(),
