@@ -612,7 +612,7 @@ def declared_stats() -> dict[str, dict[str, tuple]]:
     --------
     >>> sorted(declared_stats()["DPPenalty"])  # doctest: +NORMALIZE_WHITESPACE
     ['accept', 'accepted', 'clip_bound', 'dp_delta', 'dp_mu', 'dp_mu_chain',
-     'noise_multiplier', 'scaling']
+     'dp_mu_shared_warmup', 'noise_multiplier', 'scaling']
     """
     return {cls.__name__: dict(cls.stats_dtypes_shapes) for cls in _own_step_classes()}
 
