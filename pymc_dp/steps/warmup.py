@@ -306,6 +306,8 @@ class PrivateWarmup:
         """
         if self.method == "laplace" or not self.laplace_capable or self._fixed_noise:
             return  # (noise fixed by hand: the user asked for that MCMC run)
+        if self._shared_warmup is not None:
+            return  # decided when the run's warm-up was paid for (a retry keeps it)
         if self.warmup is None and self._refuse_frozen:
             return  # (no warm-up, so no approximation: the user asked for that MCMC run)
         moves = self._expected_moves(chains, iterations)

@@ -593,3 +593,27 @@ def test_a_plain_trace_that_draws_on_a_shared_warmup_reports_it(
     released = pymc_dp.release(trace, model=model)
     assert pymc_dp.privacy_report(released).epsilon == pytest.approx(spent, rel=1e-9)
     assert spent == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_retry_keeps_the_route_its_paid_warmup_was_chosen_for(monkeypatch, make_conjugate):
+    # "auto" chose the Laplace route (and paid the whole budget for its warm-up) before the
+    # run failed; a retry of another length must not switch to MCMC, which that budget no
+    # longer pays for.
+    import pymc_dp.sampling as sampling
+
+    model, *_ = make_conjugate(n=2000)
+    real = sampling.pm.sample
+    with model:
+        # (a batch size asks for MCMC unless it would freeze: here under one expected draw
+        # for 100 iterations, just over one for 1000)
+        step = pymc_dp.MinibatchDPPenalty(eps=1.0, chains=2, batch_size=200)
+        assert step._expected_moves(2, 100) < 1 < step._expected_moves(2, 1000)
+        monkeypatch.setattr(sampling.pm, "sample", lambda **kw: 1 / 0)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning), pytest.raises(ZeroDivisionError):
+            pymc_dp.sample(step=step, chains=2, draws=100, tune=0, **SAMPLE)
+        monkeypatch.setattr(sampling.pm, "sample", real)
+        assert step._laplace
+        idata = pymc_dp.sample(step=step, chains=2, draws=1000, tune=0, **SAMPLE)
+    assert step._laplace
+    assert idata.attrs["dp_epsilon"] == pytest.approx(pymc_dp.privacy_report(step).epsilon)
+    assert pymc_dp.privacy_report(step).epsilon <= 1.0
