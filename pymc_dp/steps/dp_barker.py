@@ -336,14 +336,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         super()._start_chain()
         self._start_warmup_chain()
 
-    def _releases_per_iteration(self) -> int:
-        return 0 if self._laplace else 1
-
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         if self._laplace:
-            draw, stats = self._laplace_transition(q)
-            stats.update(dp_noise_variance=np.nan, dp_warmup_mu=self._mu_warmup())
-            return draw, stats
+            return self._laplace_transition(q)
         pmodel = self.private_model
         proposal = self._propose(q)
         q_new, logprior_new, info = barker_transition(

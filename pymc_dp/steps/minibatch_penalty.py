@@ -302,9 +302,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     # ------------------------------------------------------------------ sampling
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         if self._laplace:
-            draw, stats = self._laplace_transition(q)
-            stats.update(dp_noise_multiplier=np.nan, dp_warmup_mu=self._mu_warmup())
-            return draw, stats
+            return self._laplace_transition(q)
         if self._u is None:
             # First iteration of the chain: the warm-up (its releases) sets the start, the
             # coordinates and the clip bound. (The base class guarantees that q is where
@@ -337,9 +335,6 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             "dp_warmup_mu": self._mu_warmup(),
         }
         return view.theta(u_new), stats
-
-    def _releases_per_iteration(self) -> int:
-        return 0 if self._laplace else 1
 
     def _logprior(self, u: np.ndarray) -> float:
         # the cached prior, in the warm-up's coordinates

@@ -142,10 +142,13 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         self._logprior_cache = (np.array(q_new, copy=True), logprior_new)
 
     # ------------------------------------------------------------------ privacy stats
+    #: whether the draws come from the private Laplace approximation (set by the steps'
+    #: warm-up, :class:`~pymc_dp.steps.warmup.PrivateWarmup`): then no batch is released
+    _laplace = False
+
     def _releases_per_iteration(self) -> int:
-        """How many subsampled releases an iteration makes (none when drawing from the
-        private Laplace approximation)."""
-        return 1
+        """How many subsampled releases an iteration makes."""
+        return 0 if self._laplace else 1
 
     def _iteration_privacy_stats(self) -> dict[str, Any]:
         releases = self._releases_per_iteration()

@@ -474,13 +474,15 @@ class PrivateWarmup:
             cached = (found, np.linalg.cholesky(found.covariance()))
             self._approximation_factor = cached
         draw = _draw_approximation(found, self.rng, cached[1])
+        # Stats of a release that was not made are missing values (the per-iteration privacy
+        # stats are filled in by the base class after this).
         stats = {}
         for key, (dtype, _) in self.stats_dtypes_shapes.items():
-            if key.startswith("dp_"):
-                continue
             kind = np.dtype(dtype).kind
             stats[key] = np.nan if kind == "f" else (False if kind == "b" else 0)
         stats.update(accept=1.0, accepted=1.0)
+        if "dp_warmup_mu" in stats:
+            stats["dp_warmup_mu"] = self._mu_warmup()
         return draw, stats
 
     def _mu_shared_warmup(self) -> float:
