@@ -27,6 +27,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc.blocking import DictToArrayBijection, RaveledVars
+from pymc.initial_point import make_initial_point_fn
 from pymc.model import Model, modelcontext
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
@@ -801,6 +802,7 @@ class PrivateModel:
         self._forward_gradient_fn = None  # reverse mode's fallback, compiled if ever needed
         self._gradient_rows_fn = None  # the warm-up's per-datum gradients (gradient_rows)
         self._prior_gradient_fn = None
+        self._prior_quantiles = None  # plausible_start's, drawn on first use
         self._gradient_rows_graph = None
         self._forward_columns = None
         self.gradient_method: str | None = None  # "reverse" or "forward", once compiled
@@ -1142,6 +1144,41 @@ class PrivateModel:
             "the per-datum gradients", self._gradient_rows_fn, q, *self._data_values
         )
         return rows, prior_grad, self._prior_negative_hessian(q)
+
+    def plausible_start(self, q: np.ndarray) -> np.ndarray:
+        """``q`` with every default coordinate the prior finds implausible moved to the
+        prior's median. Public: it reads the prior, never the data.
+
+        A coordinate is moved when it equals PyMC's default initial point and lies outside
+        the central 90 % of its prior (value space). PyMC's defaults ignore some
+        distributions' parameters: an ``LKJCholeskyCov`` starts at the identity whatever its
+        ``sd_dist``, so the covariance of blood pressures (sds 10–15) starts with sds of 1,
+        hundreds of posterior sds from the mode, where a private warm-up's Newton steps
+        crawl. Starts a user gave (``initval=``, ``pm.sample(initvals=…)``) are kept. The
+        quantiles come from 1001 prior draws with fixed seeds: the same start every run.
+        """
+        if self._prior_quantiles is None:
+            self._prior_quantiles = self._prior_value_quantiles()
+        q = np.array(q, dtype=float)
+        if self._prior_quantiles is False:
+            return q
+        lo, median, hi = self._prior_quantiles
+        default = self.ravel(self._initial_point)
+        moved = (q == default) & ((q < lo) | (q > hi))
+        return np.where(moved, median, q)
+
+    def _prior_value_quantiles(self):
+        """The prior's 5 %, 50 % and 95 % quantiles per value-space coordinate, or False
+        for a prior PyMC cannot draw from (then starts are left as they are)."""
+        try:
+            draw = make_initial_point_fn(
+                model=self.model, jitter_rvs=set(), default_strategy="prior",
+                return_transformed=True,
+            )
+            draws = np.stack([self.ravel(draw(seed)) for seed in range(1001)])
+        except Exception:  # noqa: BLE001 - a start, not a release: fall back to PyMC's
+            return False
+        return np.quantile(draws, [0.05, 0.5, 0.95], axis=0)
 
     def _prior_negative_hessian(self, q: np.ndarray) -> np.ndarray:
         """``−∇² log prior`` by central differences of the compiled prior gradient.

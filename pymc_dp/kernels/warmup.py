@@ -52,6 +52,7 @@ __all__ = [
     "hessian_columns",
     "hessian_curvature",
     "whitened_grid",
+    "within_prior",
     "whitening",
     "laplace_warmup",
     "newton_step",
@@ -406,6 +407,7 @@ def laplace_warmup(
     prior_hessian_fn,
     *,
     noise_multipliers: np.ndarray,
+    prior_logp_fn=None,
     quantile: float,
     clip_margin: float = 1.0,
     noise_floor: float = 1.0,
@@ -438,7 +440,9 @@ def laplace_warmup(
 
     ``grads_fn(q)`` returns the private per-datum gradients (rows); ``prior_grad_fn(q)`` and
     ``prior_hessian_fn(q)`` the public prior's gradient and negative Hessian (which may be
-    indefinite: the curvature is projected to positive definite). Returns the mode
+    indefinite: the curvature is projected to positive definite); ``prior_logp_fn(q)``, if
+    given, its log density, which keeps every step inside the prior's reach
+    (:func:`within_prior`). Returns the mode
     estimate and the curvature at the last iterate; ``clip`` is the last clip bound C (a
     quantile of gradient norms, which the samplers' clipping needs).
     """
@@ -524,7 +528,7 @@ def laplace_warmup(
             # (The first iteration only measures: a Newton step in the guessed metric
             # can overshoot by orders of magnitude.)
             step = newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
-            q = q + w.T @ step
+            q = within_prior(q, w.T @ step, prior_logp_fn)
             length = float(np.sqrt(step @ h_step @ step))
             # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
             noise_length = 2.0 * clip * z_grad * np.sqrt(d)
@@ -545,6 +549,36 @@ def laplace_warmup(
         mean=mean, hessian=shape, clip=clip, iterations=len(zs), noise_cov=noise_cov,
         converged=converged,
     )
+
+
+#: How many nats of prior log density one Newton step may lose.
+MAX_PRIOR_DROP = 100.0
+
+
+def within_prior(q: np.ndarray, move: np.ndarray, prior_logp_fn=None) -> np.ndarray:
+    """``q + move``, with ``move`` halved until the public prior loses at most
+    :data:`MAX_PRIOR_DROP` nats (post-processing: public values only).
+
+    A Newton step is as long as the inverse curvature says; where the likelihood is flat
+    (a mixture component left with no weight, a scale parameter no datum informs) the
+    curvature is the noise's and the step can land where the prior rules out every
+    value (a standard deviation of 10³², in one benchmark run at ε = 4), from which later
+    steps, shortened by the prior's own growing curvature, cannot return. 100 nats per
+    step only slow a posterior far in the prior's tail (the next steps go on); they never
+    stop it. Without ``prior_logp_fn``, or from a point the prior excludes, ``q + move``.
+    """
+    target = q + move
+    if prior_logp_fn is None:
+        return target
+    start = prior_logp_fn(q)
+    if not np.isfinite(start):
+        return target
+    for _ in range(60):
+        if prior_logp_fn(target) >= start - MAX_PRIOR_DROP:
+            return target
+        move = 0.5 * move
+        target = q + move
+    return q
 
 
 #: The range [1/r, r] of the whitened curvature's eigenvalues the noise covariance of a

@@ -285,7 +285,7 @@ class PrivateWarmup:
             step=type(self).__name__, **info,
         )
         pmodel = self.private_model
-        q0 = pmodel.ravel(pmodel._initial_point)
+        q0 = pmodel.plausible_start(pmodel.ravel(pmodel._initial_point))
         # (the same μ as the reserved events: the same noise multipliers, to the last bit)
         found = self._run_warmup(rng, q0, self._shared_warmup_mu())
         with self._changing_settings():
@@ -516,7 +516,8 @@ class PrivateWarmup:
             found = self._shared_warmup
             start = _draw_approximation(found, self.rng)
         else:
-            found = self._run_warmup(self.rng, np.asarray(q, dtype=float), self._warmup_mu)
+            start = self.private_model.plausible_start(q)
+            found = self._run_warmup(self.rng, start, self._warmup_mu)
             start = found.mean
         self._warmup_result = found
         pmodel = self.private_model
@@ -545,6 +546,7 @@ class PrivateWarmup:
                 lambda t: rows(t)[0],
                 lambda t: rows(t)[1],
                 lambda t: rows(t)[2],
+                prior_logp_fn=pmodel.logprior,
                 noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),
                 quantile=self.warmup.quantile,
             )

@@ -13,6 +13,7 @@ from pymc_dp.kernels.warmup import (
     noisy_histogram,
     noisy_matrix_sum,
     noisy_quantile,
+    within_prior,
 )
 
 
@@ -235,3 +236,42 @@ def test_laplace_warmup_at_a_runs_budget_never_diverges_on_a_logistic_regression
         errors.append(np.abs(res.mean - map_) / sd)
     assert np.max(errors) < 3.0
     assert np.sqrt(np.mean(np.square(errors))) < 0.7
+
+
+def test_a_step_loses_at_most_100_nats_of_prior_density():
+    def logp(q):  # N(0, 1)
+        return float(-0.5 * q @ q)
+
+    q = np.zeros(1)
+    np.testing.assert_allclose(within_prior(q, np.array([5.0]), logp), [5.0])  # 12.5 nats
+    np.testing.assert_allclose(within_prior(q, np.array([100.0]), logp), [12.5])  # halved 3×
+    np.testing.assert_allclose(within_prior(q, np.array([100.0])), [100.0])  # no prior given
+    # a point the prior excludes is never a step's end
+    excluded = within_prior(q, np.array([8.0]), lambda x: -np.inf if x[0] > 1 else 0.0)
+    assert excluded[0] <= 1.0
+
+
+def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_informs():
+    # θ = (μ, log σ): the data inform μ only; log σ has a HalfNormal(2) prior (on σ, so
+    # −e^{2s}/8 + s in s). Its curvature in the warm-up is the Hessian release's noise, so
+    # one Newton step in 20 runs took log σ to 37 (σ ≈ 10¹⁶), where the prior's own
+    # curvature left it. Steps within 100 nats of prior density keep every run in the
+    # prior's range.
+    y = np.random.default_rng(1).normal(1.0, 1.0, 2000)
+
+    def rows(q):
+        return np.column_stack([y - q[0], np.zeros(y.size)])
+
+    def run(seed, guard):
+        with np.errstate(all="ignore"):
+            return laplace_warmup(
+                np.random.default_rng(seed), np.zeros(2), rows,
+                lambda q: np.array([-q[0] / 100, 1.0 - np.exp(2 * q[1]) / 4]),
+                lambda q: np.diag([0.01, np.exp(2 * q[1]) / 2]),
+                quantile=0.999, noise_multipliers=np.tile([3.0, 3.0, 3.0, 3.0], (12, 1)),
+                prior_logp_fn=(lambda q: -q[0] ** 2 / 200 - np.exp(2 * q[1]) / 8 + q[1])
+                if guard else None,
+            ).mean[1]
+
+    assert max(abs(run(seed, guard=True)) for seed in range(20)) < 3.0
+    assert abs(run(9, guard=False)) > 10.0  # the run that went astray without the guard
