@@ -112,9 +112,23 @@ def _data_variables(model: Model) -> list[Variable]:
     return observed_values + [d for d in _data_containers(model) if d not in observed_values]
 
 
-def _reads(graph_outputs: Sequence[Variable], data_vars: Sequence[Variable]) -> bool:
+def _private_data_variables(model: Model) -> list[Variable]:
+    """The data variables that hold people's data: observed values, containers not declared
+    public, and containers an observed value is computed from (declaring those public
+    cannot make the observations public)."""
+    observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
+    return [
+        d
+        for d in _data_variables(model)
+        if d in observed_values or not _is_public(d) or _reads(observed_values, [d])
+    ]
+
+
+def _reads(
+    graph_outputs: Sequence[Variable], data_vars: Sequence[Variable], blockers=None
+) -> bool:
     wanted = set(data_vars)
-    return any(a in wanted for a in ancestors(list(graph_outputs)))
+    return any(a in wanted for a in ancestors(list(graph_outputs), blockers=blockers))
 
 
 def public_data(*data_vars: Variable) -> None:
@@ -717,17 +731,18 @@ class PrivateModel:
         """
         model = self.model
         n = self.n_data
-        observed_values = {model.rvs_to_values[rv] for rv in model.observed_RVs}
         # Containers declared public (pymc_dp.public_data) are constants here; observed
-        # values never are.
-        data_vars = [
-            d for d in _data_variables(model) if d in observed_values or not _is_public(d)
-        ]
+        # values, and what they are computed from, never are.
+        data_vars = _private_data_variables(model)
         free = set(model.free_RVs)
         for rv in model.free_RVs:
             logp = model.logp(vars=[rv])
             as_written = [c for c, _, _ in _constant_uses([rv], blockers=free - {rv})]
             if _reads([logp], data_vars) or _has_rows(_array_constants([logp], True), n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+            # Its draws too (a CustomDist's random= may read what its logp does not): the
+            # warm-up's start comes from prior draws (plausible_start).
+            if _reads([rv], data_vars, blockers=list(free - {rv})):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             if _has_rows(as_written, n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
@@ -1160,24 +1175,40 @@ class PrivateModel:
         if self._prior_quantiles is None:
             self._prior_quantiles = self._prior_value_quantiles()
         q = np.array(q, dtype=float)
-        if self._prior_quantiles is False:
-            return q
         lo, median, hi = self._prior_quantiles
         default = self.ravel(self._initial_point)
         moved = (q == default) & ((q < lo) | (q > hi))
         return np.where(moved, median, q)
 
     def _prior_value_quantiles(self):
-        """The prior's 5 %, 50 % and 95 % quantiles per value-space coordinate, or False
-        for a prior PyMC cannot draw from (then starts are left as they are)."""
+        """The prior's 5 %, 50 % and 95 % quantiles per value-space coordinate (±∞ and NaN
+        for a variable PyMC cannot draw, a ``Flat`` say: its start is left as it is)."""
         try:
-            draw = make_initial_point_fn(
-                model=self.model, jitter_rvs=set(), default_strategy="prior",
-                return_transformed=True,
-            )
-            draws = np.stack([self.ravel(draw(seed)) for seed in range(1001)])
-        except Exception:  # noqa: BLE001 - a start, not a release: fall back to PyMC's
-            return False
+            return self._prior_draw_quantiles({})
+        except Exception:  # noqa: BLE001 - a start, not a release: find who cannot be drawn
+            pass
+        names = {v.name for v in self.value_vars}
+        lo, median, hi = (self.ravel(self._initial_point) * np.nan for _ in range(3))
+        lo[:], hi[:] = -np.inf, np.inf
+        for rv in self.model.free_RVs:
+            others = {o: "support_point" for o in self.model.free_RVs if o is not rv}
+            try:
+                found = self._prior_draw_quantiles(others)
+            except Exception:  # noqa: BLE001 - this variable keeps PyMC's start
+                continue
+            value = self.model.rvs_to_values[rv].name
+            if value in names:
+                mask = self.ravel({k: np.full_like(v, k == value, dtype=float)
+                                   for k, v in self._initial_point.items()}).astype(bool)
+                lo[mask], median[mask], hi[mask] = found[0][mask], found[1][mask], found[2][mask]
+        return lo, median, hi
+
+    def _prior_draw_quantiles(self, overrides: dict) -> np.ndarray:
+        draw = make_initial_point_fn(
+            model=self.model, overrides=overrides, jitter_rvs=set(),
+            default_strategy="prior", return_transformed=True,
+        )
+        draws = np.stack([self.ravel(draw(seed)) for seed in range(1001)])
         return np.quantile(draws, [0.05, 0.5, 0.95], axis=0)
 
     def _prior_negative_hessian(self, q: np.ndarray) -> np.ndarray:

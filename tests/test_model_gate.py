@@ -364,3 +364,32 @@ def test_the_probe_moves_rows_drawn_at_random(monkeypatch):
     for _ in range(6):
         pmodel._probe_rows_are_independent()
     assert len({frozenset(r) for r in seen}) > 2  # not the same rows every time
+
+
+def test_a_prior_whose_draws_read_data_is_refused():
+    # The logp ignores x, the random= reads it: the warm-up starts from prior draws
+    # (PrivateModel.plausible_start), so its start would hold mean(x). (Reviewer's case.)
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.normal(size=200))
+        theta = pm.CustomDist(
+            "theta", x, logp=lambda v, loc: -0.5 * (v / 100.0) ** 2,
+            random=lambda loc, rng=None, size=None: rng.normal(np.mean(loc), 1.0, size=size),
+            signature="(n)->()",
+        )
+        pm.Normal("y", theta + 0.0 * x, 1.0, observed=rng.normal(size=200))
+    with pytest.raises(UnsupportedModelError, match="The prior of 'theta' depends on data"):
+        PrivateModel(model)
+
+
+def test_a_public_container_the_observations_are_computed_from_is_data_for_the_prior_too():
+    # Declaring x public cannot make the observed values x·1 public; a prior reading
+    # x.mean() would then be added (and start the chain) without noise. (Reviewer's case.)
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.normal(size=200))
+        pymc_dp.public_data(x)
+        mu = pm.Normal("mu", mu=x.mean(), sigma=1.0)
+        pm.Normal("y", mu, 1.0, observed=x * 1.0)
+    with pytest.raises(UnsupportedModelError, match="The prior of 'mu' depends on data"):
+        PrivateModel(model)

@@ -528,7 +528,8 @@ def laplace_warmup(
             # (The first iteration only measures: a Newton step in the guessed metric
             # can overshoot by orders of magnitude.)
             step = newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
-            q = within_prior(q, w.T @ step, prior_logp_fn)
+            step = step * within_prior(q, w.T @ step, prior_logp_fn)
+            q = q + w.T @ step
             length = float(np.sqrt(step @ h_step @ step))
             # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
             noise_length = 2.0 * clip * z_grad * np.sqrt(d)
@@ -555,9 +556,10 @@ def laplace_warmup(
 MAX_PRIOR_DROP = 100.0
 
 
-def within_prior(q: np.ndarray, move: np.ndarray, prior_logp_fn=None) -> np.ndarray:
-    """``q + move``, with ``move`` halved until the public prior loses at most
-    :data:`MAX_PRIOR_DROP` nats (post-processing: public values only).
+def within_prior(q: np.ndarray, move: np.ndarray, prior_logp_fn=None) -> float:
+    """The largest of 1, ½, ¼, … such that ``q + fraction · move`` loses at most
+    :data:`MAX_PRIOR_DROP` nats of the public prior's density (post-processing: public
+    values only); 0 when none of 60 halvings does.
 
     A Newton step is as long as the inverse curvature says; where the likelihood is flat
     (a mixture component left with no weight, a scale parameter no datum informs) the
@@ -565,20 +567,19 @@ def within_prior(q: np.ndarray, move: np.ndarray, prior_logp_fn=None) -> np.ndar
     value (a standard deviation of 10³², in one benchmark run at ε = 4), from which later
     steps, shortened by the prior's own growing curvature, cannot return. 100 nats per
     step only slow a posterior far in the prior's tail (the next steps go on); they never
-    stop it. Without ``prior_logp_fn``, or from a point the prior excludes, ``q + move``.
+    stop it. Without ``prior_logp_fn``, or from a point the prior excludes, 1.
     """
-    target = q + move
     if prior_logp_fn is None:
-        return target
+        return 1.0
     start = prior_logp_fn(q)
     if not np.isfinite(start):
-        return target
+        return 1.0
+    fraction = 1.0
     for _ in range(60):
-        if prior_logp_fn(target) >= start - MAX_PRIOR_DROP:
-            return target
-        move = 0.5 * move
-        target = q + move
-    return q
+        if prior_logp_fn(q + fraction * move) >= start - MAX_PRIOR_DROP:
+            return fraction
+        fraction *= 0.5
+    return 0.0
 
 
 #: The range [1/r, r] of the whitened curvature's eigenvalues the noise covariance of a

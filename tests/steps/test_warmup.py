@@ -677,3 +677,17 @@ def test_mvnormal_rows_from_pymcs_default_start_reach_the_posterior():
         packed = post["chol"].mean(("chain", "draw")).values  # L₁₁, L₂₁, L₂₂
         sds = [packed[0], np.hypot(packed[1], packed[2])]
         np.testing.assert_allclose(sds, mode["chol_stds"], rtol=0.1)
+
+
+def test_a_prior_pymc_cannot_draw_keeps_its_start_and_the_others_still_move():
+    y = np.random.default_rng(0).multivariate_normal([120.0, 80.0], np.diag([225.0, 100.0]), 100)
+    with pm.Model() as model:
+        mu = pm.Flat("mu", shape=2)  # no draws: its start stays PyMC's
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=2, eta=2.0, sd_dist=pm.HalfNormal.dist(30.0), compute_corr=True
+        )
+        pm.MvNormal("y", mu=mu, chol=chol, observed=y)
+    pmodel = pymc_dp.DPPenalty(eps=1.0, model=model).private_model
+    start = pmodel.unravel(pmodel.plausible_start(pmodel.ravel(pmodel._initial_point)))
+    np.testing.assert_array_equal(start["mu"], [0.0, 0.0])
+    np.testing.assert_allclose(start["chol_cholesky-cov-packed__"][[0, 2]], np.log(20.2), atol=0.15)
