@@ -288,6 +288,10 @@ def _has_rows(arrays, n: int) -> bool:
     return False
 
 
+#: How much a start moved by :meth:`PrivateModel.plausible_start` must raise the prior's
+#: log density (nats): a move that only trades one tail for another is not made.
+PLAUSIBLE_GAIN = 2.0
+
 _PRIOR_READS_DATA = (
     "The prior of {!r} depends on data. The prior term is added without noise, so it must "
     "not read observed values, pm.Data or shared variables (declare public constants with "
@@ -1161,24 +1165,44 @@ class PrivateModel:
         return rows, prior_grad, self._prior_negative_hessian(q)
 
     def plausible_start(self, q: np.ndarray) -> np.ndarray:
-        """``q`` with every default coordinate the prior finds implausible moved to the
-        prior's median. Public: it reads the prior, never the data.
+        """``q`` with the default coordinates of a variable moved to the prior's median when
+        the prior finds them implausible. Public: it reads the prior, never the data.
 
-        A coordinate is moved when it equals PyMC's default initial point and lies outside
-        the central 90 % of its prior (value space). PyMC's defaults ignore some
-        distributions' parameters: an ``LKJCholeskyCov`` starts at the identity whatever its
-        ``sd_dist``, so the covariance of blood pressures (sds 10–15) starts with sds of 1,
-        hundreds of posterior sds from the mode, where a private warm-up's Newton steps
-        crawl. Starts a user gave (``initval=``, ``pm.sample(initvals=…)``) are kept. The
-        quantiles come from 1001 prior draws with fixed seeds: the same start every run.
+        A variable's coordinates move when they equal PyMC's default initial point, lie
+        outside the central 90 % of their prior (value space), and the move raises the
+        prior's log density by at least :data:`PLAUSIBLE_GAIN` nats. PyMC's defaults ignore
+        some distributions' parameters: an ``LKJCholeskyCov`` starts at the identity
+        whatever its ``sd_dist``, so the covariance of blood pressures (sds 10–15) starts
+        with sds of 1, hundreds of posterior sds from the mode, where a private warm-up's
+        Newton steps crawl. The density condition keeps a vague skewed prior's start: PyMC
+        starts ``Gamma(0.01, 0.01)`` at its mean 1, in its upper tail, but its median is
+        10⁻²⁸ and its density there no higher. Starts a user gave (``initval=``,
+        ``pm.sample(initvals=…)``) are kept. The quantiles come from 1001 prior draws with
+        fixed seeds: the same start every run.
         """
         if self._prior_quantiles is None:
             self._prior_quantiles = self._prior_value_quantiles()
-        q = np.array(q, dtype=float)
+        start = np.array(q, dtype=float)
         lo, median, hi = self._prior_quantiles
         default = self.ravel(self._initial_point)
-        moved = (q == default) & ((q < lo) | (q > hi))
-        return np.where(moved, median, q)
+        for mask in self._value_masks():
+            moved = mask & (start == default) & ((start < lo) | (start > hi))
+            if moved.any():
+                trial = np.where(moved, median, start)
+                if self.logprior(trial) >= self.logprior(start) + PLAUSIBLE_GAIN:
+                    start = trial
+        return start
+
+    def _value_masks(self) -> list[np.ndarray]:
+        """One boolean mask of raveled coordinates per value variable."""
+        sizes = [int(np.prod(info[1], dtype=int)) for info in self.point_map_info]
+        edges = np.cumsum([0, *sizes])
+        masks = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            mask = np.zeros(edges[-1], dtype=bool)
+            mask[a:b] = True
+            masks.append(mask)
+        return masks
 
     def _prior_value_quantiles(self):
         """The prior's 5 %, 50 % and 95 % quantiles per value-space coordinate (±∞ and NaN
@@ -1187,21 +1211,23 @@ class PrivateModel:
             return self._prior_draw_quantiles({})
         except Exception:  # noqa: BLE001 - a start, not a release: find who cannot be drawn
             pass
-        names = {v.name for v in self.value_vars}
-        lo, median, hi = (self.ravel(self._initial_point) * np.nan for _ in range(3))
-        lo[:], hi[:] = -np.inf, np.inf
-        for rv in self.model.free_RVs:
+        lo, median, hi = (np.full(self._q_size(), v) for v in (-np.inf, np.nan, np.inf))
+        for rv, mask in zip(self._free_rvs_in_order(), self._value_masks()):
             others = {o: "support_point" for o in self.model.free_RVs if o is not rv}
             try:
                 found = self._prior_draw_quantiles(others)
             except Exception:  # noqa: BLE001 - this variable keeps PyMC's start
                 continue
-            value = self.model.rvs_to_values[rv].name
-            if value in names:
-                mask = self.ravel({k: np.full_like(v, k == value, dtype=float)
-                                   for k, v in self._initial_point.items()}).astype(bool)
-                lo[mask], median[mask], hi[mask] = found[0][mask], found[1][mask], found[2][mask]
+            lo[mask], median[mask], hi[mask] = found[0][mask], found[1][mask], found[2][mask]
         return lo, median, hi
+
+    def _q_size(self) -> int:
+        return int(sum(np.prod(info[1], dtype=int) for info in self.point_map_info))
+
+    def _free_rvs_in_order(self) -> list:
+        """The free variables in the order of :attr:`point_map_info`."""
+        by_value = {self.model.rvs_to_values[rv].name: rv for rv in self.model.free_RVs}
+        return [by_value[info[0]] for info in self.point_map_info]
 
     def _prior_draw_quantiles(self, overrides: dict) -> np.ndarray:
         draw = make_initial_point_fn(

@@ -691,3 +691,20 @@ def test_a_prior_pymc_cannot_draw_keeps_its_start_and_the_others_still_move():
     start = pmodel.unravel(pmodel.plausible_start(pmodel.ravel(pmodel._initial_point)))
     np.testing.assert_array_equal(start["mu"], [0.0, 0.0])
     np.testing.assert_allclose(start["chol_cholesky-cov-packed__"][[0, 2]], np.log(20.2), atol=0.15)
+
+
+def test_a_vague_skewed_prior_keeps_pymcs_start():
+    # PyMC starts Gamma(0.01, 0.01) at its mean 1, above its 95 % quantile; its median is
+    # about 1e-28, where its density (value space) is no higher: moving there would start
+    # the warm-up 63 units of log τ away. Only a move that makes the start more probable
+    # under the prior is made.
+    y = np.random.default_rng(0).normal(3.0, 2.0, 200)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 100.0)
+        tau = pm.Gamma("tau", 0.01, 0.01)
+        pm.Normal("y", mu, 1.0 / pm.math.sqrt(tau), observed=y)
+    pmodel = pymc_dp.DPPenalty(eps=1.0, model=model).private_model
+    default = pmodel.ravel(pmodel._initial_point)
+    lo, _, hi = pmodel._prior_value_quantiles()
+    assert default[1] > hi[1]  # outside the central 90 %, and still kept:
+    np.testing.assert_array_equal(pmodel.plausible_start(default), default)
