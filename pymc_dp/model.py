@@ -1211,7 +1211,8 @@ class PrivateModel:
             return self._prior_draw_quantiles({})
         except Exception:  # noqa: BLE001 - a start, not a release: find who cannot be drawn
             pass
-        lo, median, hi = (np.full(self._q_size(), v) for v in (-np.inf, np.nan, np.inf))
+        size = self.ravel(self._initial_point).size
+        lo, median, hi = (np.full(size, v) for v in (-np.inf, np.nan, np.inf))
         for rv, mask in zip(self._free_rvs_in_order(), self._value_masks()):
             others = {o: "support_point" for o in self.model.free_RVs if o is not rv}
             try:
@@ -1220,9 +1221,6 @@ class PrivateModel:
                 continue
             lo[mask], median[mask], hi[mask] = found[0][mask], found[1][mask], found[2][mask]
         return lo, median, hi
-
-    def _q_size(self) -> int:
-        return int(sum(np.prod(info[1], dtype=int) for info in self.point_map_info))
 
     def _free_rvs_in_order(self) -> list:
         """The free variables in the order of :attr:`point_map_info`."""

@@ -507,7 +507,9 @@ class PrivateWarmup:
         With a warm-up for the whole run (:meth:`warm_up_for_run`) nothing is released: the
         chain starts at a draw from its approximation N(θ̂, Ĥ⁻¹ + Σ̂) (post-processing, with the
         chain's generator), so that chains start apart and R̂ can compare them. Otherwise
-        the chain runs its own warm-up from θ = ``q`` (releases).
+        the chain runs its own warm-up from θ = ``q`` (releases; coordinates PyMC filled
+        in where their prior finds them implausible start at the prior's median:
+        :meth:`~pymc_dp.model.PrivateModel.plausible_start`).
         """
         if self.warmup is None:
             self._view = AffineView(self.private_model)
@@ -516,8 +518,8 @@ class PrivateWarmup:
             found = self._shared_warmup
             start = _draw_approximation(found, self.rng)
         else:
-            start = self.private_model.plausible_start(q)
-            found = self._run_warmup(self.rng, start, self._warmup_mu)
+            q = self.private_model.plausible_start(q)
+            found = self._run_warmup(self.rng, q, self._warmup_mu)
             start = found.mean
         self._warmup_result = found
         pmodel = self.private_model
