@@ -584,7 +584,15 @@ class PrivateModel:
         for k, const in enumerate(_array_constants(likelihood)):
             if const not in datum_vars and np.shape(const.data)[0] == n:
                 value = np.asarray(const.data)
-                label = f"a NumPy array with one row per individual ({k})"
+                where = ", ".join(
+                    repr(rv.name)
+                    for term, rv in zip(likelihood, model.observed_RVs)
+                    if _reads([term], [const])
+                )
+                label = (
+                    f"a NumPy array with one row per individual (#{k}, in the "
+                    f"log-likelihood of {where})"
+                )
                 inputs.append(_DatumInput(const, value, label))
                 datum_vars.add(const)
         self._check_array_constants(likelihood, n)
@@ -1336,7 +1344,9 @@ class PrivateModel:
         except UnsupportedModelError:
             raise
         except UnusedInputError:
-            raise UnsupportedModelError(_ROWS_FOLDED) from None
+            used = set(ancestors([output]))
+            folded = [d.label for d, p in zip(self.datum_inputs, inputs[1:]) if p not in used]
+            raise UnsupportedModelError(_ROWS_FOLDED.format(", ".join(folded))) from None
         except Exception as err:
             raise UnsupportedModelError(_ROWS_UNSUPPORTED.format(type(err).__name__)) from None
         fn.trust_input = True
@@ -1461,12 +1471,12 @@ _ROWS_MIX = (
 )
 
 _ROWS_FOLDED = (
-    "The log-likelihood of a batch of rows cannot select rows of a NumPy array with one row "
-    "per individual: the model computes with it in NumPy-only expressions (b * pt.log(x), "
-    "x ** 2) that PyMC folds into a new constant when it builds the log-likelihood, whose "
-    "rows a minibatch step cannot follow. Wrap the per-individual arrays in pm.Data "
-    "(pm.Data('x', x)), or compute the expression in NumPy before building the model and "
-    "pass its result."
+    "The log-likelihood of a batch of rows cannot select rows of {}: PyMC folds a NumPy "
+    "array with one row per individual into a new constant when the model computes with it "
+    "in NumPy-only expressions (b * pt.log(x), x ** 2, an integer array converted to float "
+    "for x * beta), and a minibatch step cannot follow that constant's rows. Wrap the "
+    "per-individual arrays in pm.Data (pm.Data('x', x)), or compute the expression in "
+    "NumPy (x.astype(float)) before building the model and pass its result."
 )
 
 _ROWS_UNSUPPORTED = (

@@ -231,7 +231,7 @@ def test_a_public_table_whose_length_happens_to_be_n():
     with pytest.raises(UnsupportedModelError, match="other rows"):
         PrivateModel(build(public=False))  # taken for per-person rows, mixed by the index
     labels = [d.label for d in PrivateModel(build(public=True)).datum_inputs]
-    assert labels == ["observed variable 'y'", "a NumPy array with one row per individual (0)"]  # y and region
+    assert labels == ["observed variable 'y'", "a NumPy array with one row per individual (#0, in the log-likelihood of 'y')"]  # y and region
 
 
 CROSS_ROW_NUMPY = [

@@ -122,7 +122,7 @@ def test_numpy_covariates_baked_into_the_model_are_data_and_follow_the_batch():
         beta = pm.Normal("beta", 0, 10, shape=2)
         pm.Normal("y", X @ beta, 1, observed=Y)  # X is a constant of length n, not pm.Data
     pmodel = PrivateModel(m)
-    assert [d.label for d in pmodel.datum_inputs][1:] == ["a NumPy array with one row per individual (0)"]
+    assert [d.label for d in pmodel.datum_inputs][1:] == ["a NumPy array with one row per individual (#0, in the log-likelihood of 'y')"]
     q = np.array([0.4, -1.2])
     full = pmodel.loglik(q)
     rows = np.array([5, 3, 41])
@@ -154,6 +154,17 @@ def test_a_folded_numpy_expression_is_refused_saying_what_to_do():
         b = pm.Normal("b")
         pm.Normal("y", b * pt.log(x), 1, observed=Y)
     with pytest.raises(UnsupportedModelError, match="Wrap the per-individual arrays in pm.Data"):
+        PrivateModel(m).compile_rows()
+
+
+def test_a_folded_array_is_named_by_where_it_is_used():
+    # An integer 0/1 covariate times a coefficient: PyMC converts it to float into a new
+    # constant. The message says which observed variable's log-likelihood holds it.
+    smoker = RNG.integers(0, 2, size=N)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        pm.Normal("y", b * smoker, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="in the log-likelihood of 'y'"):
         PrivateModel(m).compile_rows()
 
 
