@@ -1,10 +1,12 @@
 """Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
 
-Issue 13, item 6. Nine models of the kinds users write (linear and logistic regression with
-``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
+Issue 13, item 6. Eleven models of the kinds users write (linear and logistic regression
+with ``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
 exposure offset, Student-t regression, a two-component normal mixture with ordered means,
-``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities), each on
-simulated data with n rows (one row per person) and weakly-informative priors.
+``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities, negative
+binomial counts and Gamma costs with covariates on their own scales and a dispersion or
+shape parameter), each on simulated data with n rows (one row per person) and
+weakly-informative priors.
 
 For every model and n the benchmark runs a non-private NUTS reference once
 (``pm.sample(draws=1000, tune=1000, chains=2)``), then, for every ε and step class, builds
@@ -222,9 +224,51 @@ def deterministics(rng, n):
     return model
 
 
+def negative_binomial(rng, n):
+    """Doctor visits a year: overdispersed counts, covariates on their own scales (age in
+    years, income in thousands, a 0/1 condition), a dispersion parameter to learn."""
+    age = rng.uniform(20.0, 80.0, n)
+    income = rng.lognormal(np.log(55.0), 0.5, n)
+    chronic = rng.binomial(1, 0.3, n).astype(float)
+    mean = np.exp(-0.5 + 0.02 * age - 0.004 * income + 0.6 * chronic)
+    y = rng.negative_binomial(2.0, 2.0 / (2.0 + mean))
+    with pm.Model() as model:
+        age_d, income_d, chronic_d = (pm.Data(k, v, dims="obs") for k, v in
+                                      (("age", age), ("income", income), ("chronic", chronic)))
+        b0 = pm.Normal("b0", 0.0, 2.0)
+        b_age = pm.Normal("b_age", 0.0, 0.05)
+        b_income = pm.Normal("b_income", 0.0, 0.02)
+        b_chronic = pm.Normal("b_chronic", 0.0, 1.0)
+        alpha = pm.Gamma("alpha", 2.0, 0.5)
+        log_mu = b0 + b_age * age_d + b_income * income_d + b_chronic * chronic_d
+        pm.NegativeBinomial("y", mu=pt.exp(log_mu), alpha=alpha, observed=y, dims="obs")
+    return model
+
+
+def gamma_cost(rng, n):
+    """Annual medical costs in dollars: Gamma with a log link and an unknown shape."""
+    age = rng.uniform(20.0, 80.0, n)
+    bmi = np.clip(rng.normal(27.0, 5.0, n), 16.0, 50.0)
+    smoker = rng.binomial(1, 0.2, n).astype(float)
+    mean = np.exp(6.0 + 0.015 * age + 0.03 * bmi + 0.5 * smoker)
+    y = rng.gamma(2.0, mean / 2.0)
+    with pm.Model() as model:
+        age_d, bmi_d, smoker_d = (pm.Data(k, v, dims="obs") for k, v in
+                                  (("age", age), ("bmi", bmi), ("smoker", smoker)))
+        b0 = pm.Normal("b0", 7.0, 3.0)
+        b_age = pm.Normal("b_age", 0.0, 0.05)
+        b_bmi = pm.Normal("b_bmi", 0.0, 0.05)
+        b_smoker = pm.Normal("b_smoker", 0.0, 1.0)
+        shape = pm.Gamma("shape", 2.0, 0.5)
+        mu = pt.exp(b0 + b_age * age_d + b_bmi * bmi_d + b_smoker * smoker_d)
+        pm.Gamma("y", alpha=shape, beta=shape / mu, observed=y, dims="obs")
+    return model
+
+
 MODELS = {
     f.__name__: f
-    for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics)
+    for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics,
+              negative_binomial, gamma_cost)
 }
 
 
