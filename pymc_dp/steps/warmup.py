@@ -551,6 +551,7 @@ class PrivateWarmup:
                 prior_logp_fn=pmodel.logprior,
                 noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),
                 quantile=self.warmup.quantile,
+                clip_margin=self.warmup.clip_margin,
             )
         if not np.all(np.isfinite(found.mean)):
             # Noise took the iterate off the model's support: start where the chain was.

@@ -28,7 +28,7 @@ def test_later_iterations_get_more_of_the_budget():
 @pytest.mark.parametrize(
     "kwargs",
     [{"share": 0.0}, {"share": 1.0}, {"iterations": 0}, {"iterations": True},
-     {"quantile": 1.0}, {"growth": 0.5}, {"split": (0.1, 0.9)}, {"split": (0.1, 0.6, 0.3)}],
+     {"quantile": 1.0}, {"growth": 0.5}, {"clip_margin": 0.5}, {"clip_margin": float("nan")}, {"split": (0.1, 0.9)}, {"split": (0.1, 0.6, 0.3)}],
 )
 def test_bad_plans_are_refused(kwargs):
     with pytest.raises(ValueError):
