@@ -565,10 +565,11 @@ class PrivateModel:
         observed_exprs = [d.variable for d in inputs]
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
         observed_vars = {d.variable for d in inputs}
+        private = set(_private_data_variables(model))
         for data_var in containers:
             if data_var in observed_vars:
                 continue
-            if _is_public(data_var) and not _reads(observed_exprs, [data_var]):
+            if data_var not in private:
                 continue  # declared public: a constant, even if its length happens to be n
             value = _numeric_value(data_var)
             if value.ndim >= 1 and value.shape[0] == n:
@@ -607,8 +608,7 @@ class PrivateModel:
             _container_label(d)
             for d in containers
             if d not in datum_vars
-            # declaring a pm.Data public cannot make the observed values computed from it so
-            and (not _is_public(d) or _reads(observed_exprs, [d]))
+            and d in private  # (public ones too, if observed values are computed from them)
             and _reads(likelihood, [d])
         ]
         if hidden:
