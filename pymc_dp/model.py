@@ -1172,6 +1172,44 @@ class PrivateModel:
         )
         return rows, prior_grad, self._prior_negative_hessian(q)
 
+    def likelihood_parameters(self):
+        """The likelihood's own parameters φ(θ) (:class:`~pymc_dp.likelihood_parameters.
+        LikelihoodParameters`), compiled on first use; ``None`` if the graph has none that
+        a surrogate likelihood can use (reading the graph only, never data)."""
+        if "_likelihood_parameters" not in self.__dict__:
+            from pymc_dp.likelihood_parameters import LikelihoodParameters
+
+            try:
+                found = LikelihoodParameters(
+                    self._per_datum_graph, self._q, self._placeholders,
+                    private=[*_private_data_variables(self.model),
+                             *(d.variable for d in self.datum_inputs)],
+                    compile_kwargs=self._compile_kwargs,
+                )
+                if self.reads_data(found.graph):
+                    found = None
+            except ValueError:
+                found = None
+            self._likelihood_parameters = found
+        return self._likelihood_parameters
+
+    def prior_gradient(self, q: np.ndarray) -> np.ndarray:
+        """``∇ log prior(q)`` on the value space (public; compiled on first use)."""
+        self.compile_gradient_rows()
+        return np.asarray(self._prior_gradient_fn(np.ascontiguousarray(q, dtype=self._q.dtype)))
+
+    def reads_data(self, graph: Variable) -> bool:
+        """Whether ``graph`` reads an observed value, a private container or a per-datum
+        array of this model (structure only)."""
+        data = [*_private_data_variables(self.model), *(d.variable for d in self.datum_inputs),
+                *self._placeholders]
+        return _reads([graph], data)
+
+    def prior_graph(self):
+        """``(θ, log prior(θ))``: the public prior's graph (Jacobians and potentials
+        included) and its input, for samplers of public targets."""
+        return self._q, self._prior_graph
+
     def plausible_start(self, q: np.ndarray) -> np.ndarray:
         """``q`` with the default coordinates of a variable moved to the prior's median when
         the prior finds them implausible. Public: it reads the prior, never the data.

@@ -218,7 +218,9 @@ def noisy_clipped_sum(
     return _noisy_sum(rng, _clip_rows(grads, clip), clip, noise_multiplier)
 
 
-def hessian_columns(grads_fn, q: np.ndarray, w: np.ndarray, *, step: float = 1e-3):
+def hessian_columns(
+    grads_fn, q: np.ndarray, w: np.ndarray, *, step: float = 1e-3, directions=None
+):
     """The per-datum Hessians in the coordinates whitened by ``w``, column by column.
 
     Returns a function of k giving the n×d array whose row j is column k of
@@ -227,17 +229,19 @@ def hessian_columns(grads_fn, q: np.ndarray, w: np.ndarray, *, step: float = 1e-
     ``step`` posterior sds) either side. Each row depends on its own datum only, so a
     clip of the row bounds the sensitivity whatever the differences' accuracy. The
     columns are kept when they fit in memory (n·d² ≤ 2.5·10⁷), else recomputed on each
-    call.
+    call. ``directions`` (row k: the move of θ per whitened unit along coordinate k)
+    defaults to W's rows, for gradients on θ itself.
     """
     q = np.asarray(q, dtype=float)
     w = np.asarray(w, dtype=float)
-    d = q.size
+    directions = w if directions is None else np.asarray(directions, dtype=float)
+    d = w.shape[0]
     kept = {}
 
     def column(k: int) -> np.ndarray:
         if k in kept:
             return kept[k]
-        v = step * w[k]  # row k of W: column k of Wᵀ
+        v = step * directions[k]  # (row k of W: column k of Wᵀ)
         with np.errstate(over="ignore", invalid="ignore"):
             plus = np.asarray(grads_fn(q + v), dtype=float)
             minus = np.asarray(grads_fn(q - v), dtype=float)
@@ -352,13 +356,19 @@ class LaplaceWarmup:
     noise_cov: np.ndarray | None = None
     #: whether the last Newton steps were short (no longer than their noise explains)
     converged: bool = True
+    #: the released negative Hessian of the log-likelihood alone at the last iterate,
+    #: made positive semi-definite (no prior term)
+    loglik_hessian: np.ndarray | None = None
 
     def covariance(self) -> np.ndarray:
         """``hessian⁻¹ + noise_cov``: the spread of the posterior and of the noise in mean."""
         cov = np.linalg.inv(self.hessian)
         if self.noise_cov is not None and np.all(np.isfinite(self.noise_cov)):
             cov = cov + self.noise_cov
-        return 0.5 * (cov + cov.T)
+        # (rounding in a sum of very unequal parts can leave a tiny negative eigenvalue)
+        vals, vecs = np.linalg.eigh(0.5 * (cov + cov.T))
+        vals = np.maximum(vals, 1e-12 * max(float(vals.max()), 1e-300))
+        return (vecs * vals) @ vecs.T
 
 
 def _clamp_eigenvalues(h: np.ndarray, factor: float) -> np.ndarray:
@@ -415,6 +425,7 @@ def laplace_warmup(
     max_change: float = 100.0,
     trust_radius: float = 1e4,
     grid: np.ndarray = DEFAULT_GRID,
+    likelihood_parameters=None,
 ) -> LaplaceWarmup:
     """Noisy Newton iterations from ``q0``: four Gaussian releases per iteration.
 
@@ -442,7 +453,11 @@ def laplace_warmup(
     ``prior_hessian_fn(q)`` the public prior's gradient and negative Hessian (which may be
     indefinite: the curvature is projected to positive definite); ``prior_logp_fn(q)``, if
     given, its log density, which keeps every step inside the prior's reach
-    (:func:`within_prior`). Returns the mode
+    (:func:`within_prior`). With ``likelihood_parameters`` (the map θ ↦ φ the likelihood
+    reads, :mod:`pymc_dp.likelihood_parameters`) and ``prior_logp_fn``, each step goes to
+    the mode of the exact prior times the likelihood's quadratic expansion on φ
+    (:func:`~pymc_dp.kernels.surrogate.surrogate_mode`); ``prior_grad_fn`` must then be
+    cheap and public, as it is called by that optimisation. Returns the mode
     estimate and the curvature at the last iterate; ``clip`` is the last clip bound C (a
     quantile of gradient norms, which the samplers' clipping needs).
     """
@@ -450,7 +465,8 @@ def laplace_warmup(
     if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
         raise ValueError("noise_multipliers must have one row of four per iteration")
     q = np.asarray(q0, dtype=float).copy()
-    d = q.size
+    chart = _Chart(likelihood_parameters if prior_logp_fn is not None else None, q)
+    d = chart.size  # (the release coordinates': θ's, or the likelihood's parameters')
     clip = hess_clip = shape = None
     # (Newton target, weight of its gradient release, step length in sds, the length its
     # noise alone would give, whether clipped at the high quantile)
@@ -458,8 +474,11 @@ def laplace_warmup(
     near_mode = False
     damping, last_decrement = 1.0, np.inf
     for t, (z_norms, z_grad, z_hnorms, z_hess) in enumerate(zs):
-        grads = np.asarray(grads_fn(q), dtype=float)
+        lift = chart.lift(q)
+        grads = chart.rows_at(grads_fn, q, lift)
         n = len(grads)
+        prior_grad = chart.covector(prior_grad_fn(q), lift)
+        prior_hess = chart.form(prior_hessian_fn(q), lift)
         if t == 0:
             # No metric yet: a diagonal one from the data's curvature, about n·scale_k² for
             # a typical |g_jk| (its count dwarfs the noise), plus the public prior's. The
@@ -472,7 +491,7 @@ def laplace_warmup(
             scales = noisy_scales(
                 rng, grads, quantile=0.9, noise_multiplier=z_norms, grid=grid[::2]
             )
-            prior_diag = np.clip(np.diag(np.asarray(prior_hessian_fn(q), dtype=float)), 0.0, None)
+            prior_diag = np.clip(np.diag(prior_hess), 0.0, None)
             w = np.diag(1.0 / np.sqrt(n * scales**2 + prior_diag))
         grads = grads @ w.T  # rows W g_j
         # Far from the mode a middle quantile is enough (the signal dwarfs the noise) and
@@ -490,7 +509,7 @@ def laplace_warmup(
             rng, row_norms(grads), quantile=level, noise_multiplier=z_norms, grid=level_grid
         ), clip, t)
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
-        column = hessian_columns(grads_fn, q, w)
+        column = chart.hessian_columns(grads_fn, q, w, lift)
         hess_norms = _matrix_row_norms(column, d)
         # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n. (Four
         # decades above it, for information sitting in a few rows, did worse: at ε = 1, 62 %
@@ -503,8 +522,8 @@ def laplace_warmup(
             rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )
         # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
-        prior_white = w @ np.asarray(prior_hessian_fn(q), dtype=float) @ w.T
-        grad_white = grad_sum + w @ np.asarray(prior_grad_fn(q), dtype=float)
+        prior_white = w @ prior_hess @ w.T
+        grad_white = grad_sum + w @ prior_grad
         # Steps use curvature floored at the noise's level (no long steps along noise);
         # the shape passed on (next metric, result) is floored lower, so a direction the
         # noise hid comes out wider, not narrower: the next iteration then sees it better
@@ -527,9 +546,17 @@ def laplace_warmup(
         if t > 0:
             # (The first iteration only measures: a Newton step in the guessed metric
             # can overshoot by orders of magnitude.)
-            step = newton_step(np.zeros_like(q), grad_white, h_step, trust_radius=trust_radius)
-            step = step * within_prior(q, w.T @ step, prior_logp_fn)
-            q = q + w.T @ step
+            if chart.params is None:
+                step = newton_step(np.zeros(d), grad_white, h_step, trust_radius=trust_radius)
+                step = step * within_prior(q, w.T @ step, prior_logp_fn)
+                q = q + w.T @ step
+            else:  # (the exact prior, along the curved map θ ↦ φ)
+                h_lik = hessian_curvature(
+                    -hess_sum, np.zeros((d, d)), hess_noise_sd, noise_floor=noise_floor
+                ) + damping * np.outer(grad_sum, grad_sum) / n
+                q, step = chart.step(
+                    q, w_inv @ grad_sum, w_inv @ h_lik @ w_inv.T, w, prior_logp_fn, prior_grad_fn
+                )
             length = float(np.sqrt(step @ h_step @ step))
             # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
             noise_length = 2.0 * clip * z_grad * np.sqrt(d)
@@ -538,18 +565,110 @@ def laplace_warmup(
             # is about I, and a near-zero eigenvalue, whose step the trust region cut, would
             # otherwise claim an unbounded spread.)
             spread = w.T @ np.linalg.inv(_clamp_eigenvalues(h_step, _NOISE_CURVATURE_RANGE))
-            noise_cov = (2.0 * clip * z_grad) ** 2 * (spread @ spread.T)
+            noise_cov = chart.form_back((2.0 * clip * z_grad) ** 2 * (spread @ spread.T), lift)
             targets.append(
                 (q, 1.0 / z_grad**2, length, noise_length, level == quantile, noise_cov)
             )
         shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
+        # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
+        # :mod:`pymc_dp.kernels.surrogate`), floored like the shape.
+        lik = hessian_curvature(-hess_sum, np.zeros((d, d)), hess_noise_sd, noise_floor=shape_floor)
+        loglik_hessian = w_inv @ lik @ w_inv.T
         w = whitening(shape)
     mean, noise_cov, converged = _converged_mean(targets, q)
     return LaplaceWarmup(
-        mean=mean, hessian=shape, clip=clip, iterations=len(zs), noise_cov=noise_cov,
-        converged=converged,
+        mean=mean, hessian=chart.curvature_on_theta(shape, prior_hess, prior_hessian_fn(q), q),
+        clip=clip, iterations=len(zs), noise_cov=noise_cov, converged=converged,
+        loglik_hessian=chart.pull_back(0.5 * (loglik_hessian + loglik_hessian.T), q),
     )
+
+
+class _Chart:
+    """The coordinates the warm-up releases in: θ itself, or the likelihood's parameters.
+
+    When the likelihood reads fewer numbers than θ has (``φ = φ(θ)`` of size r < d, as a
+    hierarchical model's group intercepts ``a = μ + σ·z``: :mod:`pymc_dp.likelihood_parameters`),
+    a datum's gradient and Hessian on θ carry terms ``(∂ℓ_j/∂a) ∇²a`` that cancel in the
+    sum over rows only, and are orders of magnitude larger than a datum's share of the
+    curvature: its clip cut them and the curvature with them, and Newton steps on θ
+    left the curved ridge ``μ + σ·z = a`` along its tangent. On φ neither happens. So the
+    releases are made on φ (a datum's gradient ``∇_φ ℓ_j = J⁺ᵀ ∇_θ ℓ_j``, exact as it lies
+    in J's row space; its Hessian by differences along ``J⁺ δ``, which moves φ by δ) and
+    every step goes to :func:`~pymc_dp.kernels.surrogate.surrogate_mode`. The public prior
+    enters through its gradient and curvature pushed to φ (``J⁺ᵀ ∇ log p``, ``J⁺ᵀ H J⁺``)
+    for the metric, and exactly in the step. Otherwise (r = d, φ is θ rearranged; no map;
+    no prior density) the chart is θ and nothing changes. Public: it reads graphs only.
+    """
+
+    def __init__(self, params, q0: np.ndarray):
+        from pymc_dp.kernels.surrogate import independent_rows
+
+        self.params, self.rows, self.size = None, None, q0.size
+        if params is None:
+            return
+        with np.errstate(all="ignore"):
+            jac = params.jacobian(q0)
+        if not np.all(np.isfinite(jac)):
+            return
+        rows = independent_rows(jac)
+        if 0 < rows.size < q0.size:
+            self.params, self.rows, self.size = params, rows, rows.size
+
+    def jacobian(self, q):
+        return self.params.jacobian(q)[self.rows]
+
+    def lift(self, q):
+        """``J⁺`` at ``q`` (d×r), or ``None`` on θ."""
+        return None if self.params is None else np.linalg.pinv(self.jacobian(q))
+
+    def rows_at(self, grads_fn, q, lift=None):
+        """The per-datum gradients (private rows) in the chart's coordinates."""
+        grads = np.asarray(grads_fn(q), dtype=float)
+        if self.params is None:
+            return grads
+        return grads @ (self.lift(q) if lift is None else lift)
+
+    def covector(self, v, lift):
+        return np.asarray(v, dtype=float) if lift is None else lift.T @ v
+
+    def form(self, h, lift):
+        h = np.asarray(h, dtype=float)
+        return h if lift is None else lift.T @ h @ lift
+
+    def form_back(self, cov, lift):
+        """A covariance on the chart's coordinates as one on θ."""
+        return cov if lift is None else lift @ cov @ lift.T
+
+    def hessian_columns(self, grads_fn, q, w, lift):
+        if self.params is None:
+            return hessian_columns(grads_fn, q, w)
+        return hessian_columns(
+            lambda p: self.rows_at(grads_fn, p), q, w, directions=w @ lift.T
+        )
+
+    def step(self, q, g, h, w, prior_logp_fn, prior_grad_fn):
+        """The next iterate (:func:`surrogate_mode`) and its move in whitened coordinates."""
+        from pymc_dp.kernels.surrogate import surrogate_mode
+
+        target = surrogate_mode(q, self.params, self.rows, g, h, prior_logp_fn, prior_grad_fn)
+        move = self.params(target)[self.rows] - self.params(q)[self.rows]
+        return target, np.linalg.solve(w.T, move)
+
+    def pull_back(self, h, q):
+        """A curvature on the chart's coordinates as one on θ, ``Jᵀ H J``."""
+        if self.params is None:
+            return h
+        jac = self.jacobian(q)
+        return jac.T @ h @ jac
+
+    def curvature_on_theta(self, shape, prior_hess, prior_hess_theta, q):
+        """The posterior's curvature on θ from the chart's (likelihood plus pushed prior):
+        the likelihood's part pulled back, plus the prior's own on θ."""
+        if self.params is None:
+            return shape
+        lik = self.pull_back(shape - prior_hess, q)
+        return hessian_curvature(lik, np.asarray(prior_hess_theta, dtype=float), 0.0)
 
 
 #: How many nats of prior log density one Newton step may lose.

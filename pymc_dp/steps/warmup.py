@@ -35,6 +35,7 @@ from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.accounting.validation import check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.kernels.warmup import LaplaceWarmup, laplace_warmup, whitening
+from pymc_dp.steps.surrogate import surrogate_posterior
 
 __all__ = [
     "AffineView",
@@ -354,7 +355,8 @@ class PrivateWarmup:
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
                 f"draws per chain here, too few for chains to mix (method='auto' asks for "
                 f"{self._min_moves():.0f}); the draws come from the private Laplace "
-                f"approximation N(θ̂, Ĥ⁻¹ + Σ̂_noise) that the whole budget pays for{reads}. "
+                f"approximation (the exact prior times a Gaussian likelihood) that the whole "
+                f"budget pays for{reads}. "
                 f"{advice}",
                 LaplaceApproximationWarning,
             )
@@ -469,18 +471,23 @@ class PrivateWarmup:
         if self._warmup_result is None:
             self._warm_up(q)
         found = self._warmup_result
-        cached = self.__dict__.get("_approximation_factor")
-        if cached is None or cached[0] is not found:  # (one factorisation per approximation)
-            cached = (found, np.linalg.cholesky(found.covariance()))
-            self._approximation_factor = cached
-        draw = _draw_approximation(found, self.rng, cached[1])
+        cached = self.__dict__.get("_approximation")
+        if cached is None or cached[0] is not found:  # (built once per approximation)
+            factor = np.linalg.cholesky(found.covariance())
+            cached = (found, factor, surrogate_posterior(self.private_model, found, self.rng))
+            self._approximation = cached
+        _, factor, sampler = cached
+        draw = sampler.draw() if sampler is not None else None
+        if draw is None:  # (no surrogate for this model, or its sampler failed: the Gaussian)
+            draw = (_draw_approximation(found, self.rng, factor), 1.0)
+        draw, accept = draw
         # Stats of a release that was not made are missing values (the per-iteration privacy
         # stats are filled in by the base class after this).
         stats = {}
         for key, (dtype, _) in self.stats_dtypes_shapes.items():
             kind = np.dtype(dtype).kind
             stats[key] = np.nan if kind == "f" else (False if kind == "b" else 0)
-        stats.update(accept=1.0, accepted=1.0)
+        stats.update(accept=accept, accepted=1.0)
         if "dp_warmup_mu" in stats:
             stats["dp_warmup_mu"] = self._mu_warmup()
         return draw, stats
@@ -546,9 +553,10 @@ class PrivateWarmup:
                 rng,
                 q,
                 lambda t: rows(t)[0],
-                lambda t: rows(t)[1],
+                pmodel.prior_gradient,
                 lambda t: rows(t)[2],
                 prior_logp_fn=pmodel.logprior,
+                likelihood_parameters=pmodel.likelihood_parameters(),
                 noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),
                 quantile=self.warmup.quantile,
                 clip_margin=self.warmup.clip_margin,

@@ -1,0 +1,144 @@
+"""Sampling the private approximation ``p(θ) · L̃(θ)``: the exact public prior times the
+Gaussian likelihood the warm-up's releases give (:mod:`pymc_dp.kernels.surrogate`).
+
+The target reads no data: its only inputs are θ, the prior's public graph and released
+numbers. So any sampler may explore it without spending privacy (post-processing); this
+module runs PyMC's own NUTS on it, one NUTS transition per iteration of the private step,
+seeded from the chain's generator.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pymc.blocking import RaveledVars
+from pymc.exceptions import SamplingError
+from pymc.step_methods.hmc.quadpotential import QuadPotentialFullAdapt
+from pytensor.graph.replace import graph_replace
+
+from pymc_dp.kernels.surrogate import GaussianLikelihood, gaussian_likelihood
+
+__all__ = ["SurrogatePosterior", "surrogate_likelihood", "surrogate_posterior"]
+
+#: What a sampler of a public target may raise; the caller falls back on the Gaussian.
+_SAMPLER_ERRORS = (SamplingError, ValueError, FloatingPointError, np.linalg.LinAlgError)
+
+#: NUTS transitions spent adapting step size and mass matrix before the first draw (cheap:
+#: the target reads no data).
+TUNE = 400
+
+
+def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
+    """The Gaussian likelihood on the likelihood's parameters from a warm-up's result
+    (:class:`~pymc_dp.kernels.warmup.LaplaceWarmup`), or ``None`` when the model's graph
+    or the result does not give one (then the Gaussian approximation on θ is used).
+    Post-processing: the released mode and curvature, and public graphs."""
+    params = pmodel.likelihood_parameters()
+    if params is None or found.loglik_hessian is None:
+        return None
+    mean = np.asarray(found.mean, dtype=float)
+    try:
+        with np.errstate(all="ignore"):
+            prior_grad = pmodel.prior_gradient(mean)
+            if not np.all(np.isfinite(prior_grad)):
+                return None
+            if not found.converged:
+                # θ̂ is no mode, so its prior gradient says nothing of the likelihood's:
+                # centre the likelihood at φ(θ̂) itself, as the Gaussian centres at θ̂.
+                prior_grad = np.zeros_like(prior_grad)
+            return gaussian_likelihood(
+                params(mean), params.jacobian(mean), found.loglik_hessian, prior_grad,
+                lambda w: params.curvature(mean, w), found.noise_cov,
+            )
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+
+
+def surrogate_posterior(pmodel, found, rng) -> SurrogatePosterior | None:
+    """A sampler of ``p(θ) L̃(θ)`` for a warm-up's result, started at a draw from its
+    Gaussian approximation, or ``None`` when there is no surrogate likelihood or its
+    sampler cannot start (the caller then draws from the Gaussian approximation)."""
+    likelihood = surrogate_likelihood(pmodel, found)
+    if likelihood is None:
+        return None
+    cov = found.covariance()
+    noise = rng.standard_normal(found.mean.size)
+    try:
+        start = found.mean + np.linalg.cholesky(cov) @ noise
+        return SurrogatePosterior(pmodel, likelihood, start, cov, rng)
+    except _SAMPLER_ERRORS:
+        return None
+
+
+class SurrogatePosterior:
+    """NUTS on ``log p(θ) + log L̃(θ)``, on the value space of a private model.
+
+    Parameters
+    ----------
+    pmodel : PrivateModel
+        Gives the prior's graph and the likelihood's parameters φ(θ) (public graphs).
+    likelihood : GaussianLikelihood
+        Released: centre and precision on φ.
+    start : ndarray
+        Where the chain starts (a draw from the Gaussian approximation).
+    cov : ndarray
+        The Gaussian approximation's covariance: NUTS's first mass matrix.
+    rng : numpy.random.Generator
+        The chain's generator (a child is spawned from it).
+    """
+
+    def __init__(self, pmodel, likelihood: GaussianLikelihood, start, cov, rng, tune=TUNE):
+        q, prior = pmodel.prior_graph()
+        params = pmodel.likelihood_parameters()
+        dim = pmodel.dim
+        seed = int(rng.integers(2**63))
+        with pm.Model(model=None) as model:  # (not a child of the user's model in context)
+            theta = pm.Flat("theta", shape=(dim,))
+            prior_t, phi_t = graph_replace([prior, params.graph], {q: theta}, strict=False)
+            diff = phi_t[likelihood.rows] - likelihood.center
+            target = prior_t - 0.5 * pt.dot(diff, pt.dot(likelihood.precision, diff))
+            if pmodel.reads_data(target):  # (fail closed; both graphs were checked apart)
+                raise ValueError("the surrogate target reads data")
+            pm.Potential("target", target)
+        start = np.asarray(start, dtype=float)
+        child = np.random.default_rng(seed)
+        with warnings.catch_warnings():  # (PyMC calls its dense adaptation experimental)
+            warnings.filterwarnings("ignore", "QuadPotentialFullAdapt", UserWarning)
+            potential = QuadPotentialFullAdapt(
+                dim, start, np.asarray(cov, dtype=float), 10,
+                rng=np.random.default_rng(child.integers(2**63)),
+            )
+        self._nuts = pm.NUTS(
+            vars=[theta], model=model, potential=potential, target_accept=0.9,
+            rng=child, initial_point={"theta": start},
+        )
+        self._info = (("theta", (dim,), dim, np.dtype("float64")),)
+        self._point = start
+        self._nuts.tune = True
+        for _ in range(int(tune)):
+            self._step()
+        self._nuts.stop_tuning()
+
+    def _step(self) -> float:
+        out, stats = self._nuts.astep(RaveledVars(self._point, self._info))
+        point = np.asarray(out.data, dtype=float)
+        if not np.all(np.isfinite(point)):
+            raise FloatingPointError("the surrogate's chain left the reals")
+        self._point = point
+        return float(stats[0]["mean_tree_accept"])
+
+    def draw(self) -> tuple[np.ndarray, float] | None:
+        """The next state of the chain and NUTS's mean acceptance in that transition, or
+        ``None`` once the chain has failed (it stays failed)."""
+        if self._nuts is None:
+            return None
+        try:
+            accept = self._step()
+        except _SAMPLER_ERRORS:
+            self._nuts = None
+            return None
+        return self._point.copy(), accept
