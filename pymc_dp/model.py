@@ -1186,7 +1186,7 @@ class PrivateModel:
                              *(d.variable for d in self.datum_inputs)],
                     compile_kwargs=self._compile_kwargs,
                 )
-                if self.reads_data(found.graph):
+                if not self._is_public_parameter_graph(found.graph):
                     found = None
             except ValueError:
                 found = None
@@ -1197,6 +1197,24 @@ class PrivateModel:
         """``∇ log prior(q)`` on the value space (public; compiled on first use)."""
         self.compile_gradient_rows()
         return np.asarray(self._prior_gradient_fn(np.ascontiguousarray(q, dtype=self._q.dtype)))
+
+    def _is_public_parameter_graph(self, graph: Variable) -> bool:
+        """Whether φ's graph provably reads θ and public constants only (fail closed).
+
+        Refused: a graph that reads data (:meth:`reads_data`); any Op with an inner graph
+        (an ``OpFromGraph`` or ``Scan`` can hold a per-row array as an inner constant, which
+        the walk over the outer graph does not see); any constant or shared variable with
+        one entry per individual (per-person values, even declared public: the release
+        coordinates and the surrogate must not be indexed by people).
+        """
+        if self.reads_data(graph):
+            return False
+        nodes = io_toposort(graph_inputs([graph]), [graph])
+        if any(_inner_graph_outputs(node.op) for node in nodes):
+            return False
+        constants = [c for c, _, _ in _constant_uses([graph])]
+        shared = [_numeric_value(v) for v in graph_inputs([graph]) if isinstance(v, SharedVariable)]
+        return not _has_rows([*constants, *shared], self.n_data)
 
     def reads_data(self, graph: Variable) -> bool:
         """Whether ``graph`` reads an observed value, a private container or a per-datum

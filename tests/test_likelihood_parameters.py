@@ -125,3 +125,35 @@ def test_a_model_whose_likelihood_reads_no_parameter_has_none():
         pm.Normal("mu", 0, 1)
         pm.Normal("y", 0.0, 1.0, observed=np.arange(5.0))
     assert PrivateModel(model).likelihood_parameters() is None
+
+
+def test_parameters_holding_a_per_row_array_inside_an_inner_graph_are_refused():
+    # From a privacy review: a NumPy covariate inside an OpFromGraph stayed a constant of
+    # φ's graph (the outer walk does not enter inner graphs), so φ had one entry per person
+    # and the warm-up's release coordinates were chosen by people's covariates.
+    from pytensor.compile.builders import OpFromGraph
+
+    rng = np.random.default_rng(0)
+    n = 400
+    x = rng.normal(size=n)
+    with pm.Model() as model:
+        a1, a2, b = (pm.Normal(k, 0, 2) for k in ("a1", "a2", "b"))
+        s = pm.HalfNormal("s", 2)
+        c_in, b_in = pt.dscalar(), pt.dscalar()
+        f = OpFromGraph([c_in, b_in], [c_in + b_in * pt.as_tensor(x)])
+        pm.Normal("y", f(a1 + a2, b), s, observed=1 + 0.5 * x + rng.normal(size=n))
+    assert PrivateModel(model).likelihood_parameters() is None
+
+
+def test_parameters_with_one_entry_per_person_are_refused_even_from_public_data():
+    import pymc_dp
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        pymc_dp.public_data(xd)
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        pm.Normal("y", a + b * xd, 1.0, observed=rng.normal(size=300))
+    assert PrivateModel(model).likelihood_parameters() is None

@@ -29,7 +29,7 @@ _SAMPLER_ERRORS = (SamplingError, ValueError, FloatingPointError, np.linalg.LinA
 
 #: NUTS transitions spent adapting step size and mass matrix before the first draw (cheap:
 #: the target reads no data).
-TUNE = 400
+TUNE = 1000
 
 
 def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:

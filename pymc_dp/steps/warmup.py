@@ -465,6 +465,9 @@ class PrivateWarmup:
                 "Nothing was reserved for this chain."
             )
         self._warmup_result = None
+        # (each chain samples the approximation with a sampler seeded from its own
+        # generator, whether or not its warm-up was shared)
+        self.__dict__.pop("_approximation", None)
 
     def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:
         """One draw from the private Laplace approximation (post-processing: no release)."""

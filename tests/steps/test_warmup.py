@@ -761,3 +761,16 @@ def test_the_surrogate_draws_are_reproducible_and_vary():
         draws.append(idata["posterior"]["z"].values)
     np.testing.assert_array_equal(draws[0], draws[1])
     assert np.all(np.std(draws[0], axis=(0, 1)) > 0)
+
+
+def test_surrogate_draws_are_the_same_in_one_process_or_two():
+    # From a privacy review: after a shared warm-up, chains run one after another in one
+    # process reused the first chain's sampler (seeded from its generator).
+    draws = {}
+    for cores in (1, 2):
+        with _six_regions(500, seed=4), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pymc_dp.sample(step=pymc_dp.DPPenalty(eps=4.0, method="laplace"), draws=30,
+                                   chains=2, cores=cores, random_seed=9, progressbar=False)
+        draws[cores] = idata["posterior"]["z"].values
+    np.testing.assert_array_equal(draws[1], draws[2])
