@@ -356,6 +356,9 @@ class LaplaceWarmup:
     noise_cov: np.ndarray | None = None
     #: whether the last Newton steps were short (no longer than their noise explains)
     converged: bool = True
+    #: the largest noise level of the curvature releases over the second half of the
+    #: iterations, in the metric then in use (1: as large as the posterior's own curvature)
+    curvature_noise: float = 0.0
     #: the released negative Hessian of the log-likelihood alone at the last iterate,
     #: made positive semi-definite (no prior term)
     loglik_hessian: np.ndarray | None = None
@@ -473,6 +476,7 @@ def laplace_warmup(
     targets = []
     near_mode = False
     damping, last_decrement = 1.0, np.inf
+    curvature_noise = 0.0
     for t, (z_norms, z_grad, z_hnorms, z_hess) in enumerate(zs):
         lift = chart.lift(q)
         grads = chart.rows_at(grads_fn, q, lift)
@@ -533,6 +537,8 @@ def laplace_warmup(
         # curvature can misjudge the distance; λ shrinks while the Newton decrement gᵀH⁻¹g
         # (a scale-free distance to the mode) falls, and grows back when it rises
         # (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
+        if 2 * t >= len(zs):  # (spectral norm of the symmetric noise, whitened: public)
+            curvature_noise = max(curvature_noise, 2.0 * hess_noise_sd * np.sqrt(d))
         h_shape = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=shape_floor)
         h_step = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=noise_floor)
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
@@ -580,6 +586,7 @@ def laplace_warmup(
     return LaplaceWarmup(
         mean=mean, hessian=chart.curvature_on_theta(shape, prior_hess, prior_hessian_fn(q), q),
         clip=clip, iterations=len(zs), noise_cov=noise_cov, converged=converged,
+        curvature_noise=float(curvature_noise),
         loglik_hessian=chart.pull_back(0.5 * (loglik_hessian + loglik_hessian.T), q),
     )
 

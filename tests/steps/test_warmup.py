@@ -774,3 +774,26 @@ def test_surrogate_draws_are_the_same_in_one_process_or_two():
                                    chains=2, cores=cores, random_seed=9, progressbar=False)
         draws[cores] = idata["posterior"]["z"].values
     np.testing.assert_array_equal(draws[1], draws[2])
+
+
+def test_a_warmup_whose_curvature_is_mostly_noise_says_so():
+    # From a new user's trial: 30 counties of very unequal size, ε = 4. The rows of the
+    # smallest counties set the clip bounds; the noise then drowned the slope and the
+    # residual scale, which stayed at their start with widths 30 times too small, and no
+    # warning was given. The warm-up now says its curvature was mostly noise.
+    rng = np.random.default_rng(1)
+    n, groups = 10_000, 30
+    county = rng.choice(groups, size=n, p=rng.dirichlet(np.full(groups, 0.7)))
+    floor = rng.binomial(1, 0.3, size=n).astype(float)
+    y = rng.normal(1.4, 0.35, size=groups)[county] - 0.65 * floor + rng.normal(0, 0.75, size=n)
+    with pm.Model() as model:
+        idx = pm.Data("county", county)
+        mu_a = pm.Normal("mu_a", 0.0, 5.0)
+        sigma_a = pm.HalfNormal("sigma_a", 1.0)
+        a = pm.Normal("a", mu_a, sigma_a, shape=groups)
+        b = pm.Normal("b", 0.0, 1.0)
+        sigma_y = pm.HalfNormal("sigma_y", 1.0)
+        pm.Normal("y", a[idx] + b * pm.Data("floor", floor), sigma_y, observed=y)
+    with model, pytest.warns(pymc_dp.steps.warmup.WarmupNotConvergedWarning, match="noisier"):
+        pymc_dp.sample(step=pymc_dp.DPPenalty(eps=4.0), draws=10, chains=1, random_seed=3,
+                       progressbar=False)
