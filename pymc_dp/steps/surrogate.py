@@ -20,7 +20,7 @@ from pymc.exceptions import SamplingError
 from pymc.step_methods.hmc.quadpotential import QuadPotentialFullAdapt
 from pytensor.graph.replace import graph_replace
 
-from pymc_dp.kernels.surrogate import GaussianLikelihood, gaussian_likelihood
+from pymc_dp.kernels.surrogate import GaussianLikelihood, gaussian_likelihood, independent_rows
 
 __all__ = ["SurrogatePosterior", "surrogate_likelihood", "surrogate_posterior"]
 
@@ -46,12 +46,17 @@ def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
             prior_grad = pmodel.prior_gradient(mean)
             if not np.all(np.isfinite(prior_grad)):
                 return None
+            jac = params.jacobian(mean)
             if not found.converged:
+                if independent_rows(jac).size >= mean.size:
+                    # (φ is θ rearranged: without a mode the surrogate has no better
+                    # centre than the Gaussian's, the last iterate; keep the Gaussian)
+                    return None
                 # θ̂ is no mode, so its prior gradient says nothing of the likelihood's:
                 # centre the likelihood at φ(θ̂) itself, as the Gaussian centres at θ̂.
                 prior_grad = np.zeros_like(prior_grad)
             return gaussian_likelihood(
-                params(mean), params.jacobian(mean), found.loglik_hessian, prior_grad,
+                params(mean), jac, found.loglik_hessian, prior_grad,
                 lambda w: params.curvature(mean, w), found.noise_cov,
             )
     except (ValueError, np.linalg.LinAlgError):
