@@ -10,9 +10,12 @@ far from quadratic in θ (the hierarchical model's likelihood is constant along 
 ridge ``μ + σ·z = a``, and a quadratic in θ replaces the curve by its tangent).
 
 :class:`LikelihoodParameters` finds φ and compiles ``φ(θ)`` and ``J(θ)ᵀ w`` (J = ∂φ/∂θ).
-It reads the graph's structure only, never data: φ's graph is checked to read nothing
-but θ and public constants, so anything computed from φ and released values is
-post-processing (:mod:`pymc_dp.kernels.surrogate`).
+It reads the graph's structure only, never data. Here φ's outer graph is checked not to
+read the variables named private; the complete check, which also refuses inner graphs
+(``OpFromGraph``, ``Scan``) and any constant with one entry per person, is
+:meth:`pymc_dp.model.PrivateModel.likelihood_parameters`'s: build φ through it. Then
+anything computed from φ and released values is post-processing
+(:mod:`pymc_dp.kernels.surrogate`).
 """
 
 from __future__ import annotations
@@ -168,8 +171,8 @@ class LikelihoodParameters:
     Raises
     ------
     ValueError
-        If the likelihood has no such parameters, φ's graph reads anything but θ and
-        public constants, or φ has no gradient. (A caller then keeps to the Gaussian
+        If the likelihood has no such parameters, φ's outer graph reads a variable of
+        ``rows`` or ``private`` or an unnamed input, or φ has no gradient. (A caller then keeps to the Gaussian
         approximation on θ; nothing here is private, so falling back is safe.)
     """
 
