@@ -1213,7 +1213,9 @@ class PrivateModel:
         if any(_inner_graph_outputs(node.op) for node in nodes):
             return False
         constants = [c for c, _, _ in _constant_uses([graph])]
-        shared = [_numeric_value(v) for v in graph_inputs([graph]) if isinstance(v, SharedVariable)]
+        shared = [
+            _numeric_value(v) for v in graph_inputs([graph]) if isinstance(v, SharedVariable)
+        ]
         return not _has_rows([*constants, *shared], self.n_data)
 
     def reads_data(self, graph: Variable) -> bool:
