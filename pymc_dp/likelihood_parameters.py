@@ -201,13 +201,10 @@ class LikelihoodParameters:
         self._phi_fn = pm_compile([theta], phi, **kwargs)
         self._vjp_fn = pm_compile([theta, weights], vjp, on_unused_input="ignore", **kwargs)
         self._dtype = theta.dtype
-        self.size = None  # known at the first evaluation (shapes may be symbolic)
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
         """``φ(q)``."""
-        out = np.asarray(self._phi_fn(np.asarray(q, dtype=self._dtype)), dtype=float)
-        self.size = out.size
-        return out
+        return np.asarray(self._phi_fn(np.asarray(q, dtype=self._dtype)), dtype=float)
 
     def vjp(self, q: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``J(q)ᵀ w``, the gradient of ``w · φ`` on θ."""

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from pymc_dp.kernels.warmup import hessian_curvature
+
 __all__ = [
     "GaussianLikelihood", "gaussian_likelihood", "in_parameters", "independent_rows",
     "surrogate_mode",
@@ -77,13 +79,6 @@ def independent_rows(jacobian: np.ndarray) -> np.ndarray:
     return np.sort(pivots[:rank])
 
 
-def _positive_definite(h: np.ndarray, floor: float = 1e-10) -> np.ndarray:
-    vals, vecs = np.linalg.eigh(0.5 * (h + h.T))
-    vals = np.abs(vals)
-    vals = np.maximum(vals, floor * max(float(vals.max()), 1e-300))
-    return (vecs * vals) @ vecs.T
-
-
 def in_parameters(jacobian, loglik_grad, loglik_hessian, curvature):
     """The likelihood's gradient and curvature on φ from those on θ (chain rule).
 
@@ -107,7 +102,7 @@ def in_parameters(jacobian, loglik_grad, loglik_hessian, curvature):
     weights = np.zeros(jac.shape[0])
     weights[rows] = g
     h_theta = np.asarray(loglik_hessian, dtype=float) + np.asarray(curvature(weights), dtype=float)
-    return rows, g, _positive_definite(lift.T @ h_theta @ lift)
+    return rows, g, hessian_curvature(lift.T @ h_theta @ lift, 0.0, 0.0, floor=1e-10)
 
 
 def gaussian_likelihood(

@@ -368,7 +368,8 @@ class LaplaceWarmup:
         cov = np.linalg.inv(self.hessian)
         if self.noise_cov is not None and np.all(np.isfinite(self.noise_cov)):
             cov = cov + self.noise_cov
-        # (rounding in a sum of very unequal parts can leave a tiny negative eigenvalue)
+        # (rounding in a sum of very unequal parts can leave a tiny negative eigenvalue;
+        # a relative floor, as a covariance may be tiny in every direction)
         vals, vecs = np.linalg.eigh(0.5 * (cov + cov.T))
         vals = np.maximum(vals, 1e-12 * max(float(vals.max()), 1e-300))
         return (vecs * vals) @ vecs.T
@@ -579,8 +580,9 @@ def laplace_warmup(
         shape = 0.5 * (shape + shape.T)
         # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
         # :mod:`pymc_dp.kernels.surrogate`), floored like the shape.
-        lik = hessian_curvature(-hess_sum, np.zeros((d, d)), hess_noise_sd, noise_floor=shape_floor)
-        loglik_hessian = w_inv @ lik @ w_inv.T
+        if t == len(zs) - 1:
+            lik = hessian_curvature(-hess_sum, 0.0, hess_noise_sd, noise_floor=shape_floor)
+            loglik_hessian = w_inv @ lik @ w_inv.T
         w = whitening(shape)
     mean, noise_cov, converged = _converged_mean(targets, q)
     return LaplaceWarmup(

@@ -63,17 +63,15 @@ def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
         return None
 
 
-def surrogate_posterior(pmodel, found, rng) -> SurrogatePosterior | None:
-    """A sampler of ``p(θ) L̃(θ)`` for a warm-up's result, started at a draw from its
-    Gaussian approximation, or ``None`` when there is no surrogate likelihood or its
-    sampler cannot start (the caller then draws from the Gaussian approximation)."""
+def surrogate_posterior(pmodel, found, start, cov, rng) -> SurrogatePosterior | None:
+    """A sampler of ``p(θ) L̃(θ)`` for a warm-up's result, started at ``start`` (a draw from
+    its Gaussian approximation, whose covariance ``cov`` is NUTS's first mass matrix), or
+    ``None`` when there is no surrogate likelihood or its sampler cannot start (the caller
+    then draws from the Gaussian approximation)."""
     likelihood = surrogate_likelihood(pmodel, found)
     if likelihood is None:
         return None
-    cov = found.covariance()
-    noise = rng.standard_normal(found.mean.size)
     try:
-        start = found.mean + np.linalg.cholesky(cov) @ noise
         return SurrogatePosterior(pmodel, likelihood, start, cov, rng)
     except _SAMPLER_ERRORS:
         return None

@@ -482,8 +482,11 @@ class PrivateWarmup:
         found = self._warmup_result
         cached = self.__dict__.get("_approximation")
         if cached is None or cached[0] is not found:  # (built once per approximation)
-            factor = np.linalg.cholesky(found.covariance())
-            cached = (found, factor, surrogate_posterior(self.private_model, found, self.rng))
+            cov = found.covariance()
+            factor = np.linalg.cholesky(cov)
+            start = _draw_approximation(found, self.rng, factor)
+            sampler = surrogate_posterior(self.private_model, found, start, cov, self.rng)
+            cached = (found, factor, sampler)
             self._approximation = cached
         _, factor, sampler = cached
         draw = sampler.draw() if sampler is not None else None
