@@ -61,7 +61,12 @@ from pytensor.tensor.subtensor import (
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.index_bounds import check_index_bounds
-from pymc_dp.per_datum_gradients import clipped_row_sum, forward_columns, reverse_columns
+from pymc_dp.per_datum_gradients import (
+    clipped_row_sum,
+    clipped_scalar_sum,
+    forward_columns,
+    reverse_columns,
+)
 from pymc_dp.row_locality import NotRowLocal, datum_axes, is_row_local, prove_rows_first
 
 __all__ = ["PrivateModel", "data_dependent_deterministics"]
@@ -362,27 +367,29 @@ def _cross_row_constant_expression(outputs, nodes, blockers, n: int) -> bool:
     return False
 
 
-def _bump_row(values: np.ndarray, k: int) -> np.ndarray:
-    out = values.copy()
-    if out.dtype == bool:
-        out[k] = ~out[k]
-    elif np.issubdtype(out.dtype, np.integer):
-        out[k] = _other_extreme(values, k, values.max(), values.min())
-    else:
-        out[k] = out[k] + 1
-    return out
+def _extremes(values: np.ndarray):
+    """An integer array's (min, max), which its moved rows stay within; else None."""
+    if values.dtype != bool and np.issubdtype(values.dtype, np.integer) and values.size:
+        return values.min(), values.max()
+    return None
 
 
-def _far_row(values: np.ndarray, k: int) -> np.ndarray:
+def _bump_row(values: np.ndarray, k: int, extremes):
+    """Row k moved a little (a bool flipped, an integer to one end of the array's range)."""
+    if values.dtype == bool:
+        return ~values[k]
+    if extremes is not None:
+        return _other_extreme(values, k, extremes[1], extremes[0])
+    return values[k] + 1
+
+
+def _far_row(values: np.ndarray, k: int, extremes):
     """Row k moved far away: reaches thresholds (``max(x) > c``) that small changes miss."""
-    out = values.copy()
-    if out.dtype == bool:
-        out[k] = ~out[k]
-    elif np.issubdtype(out.dtype, np.integer):
-        out[k] = _other_extreme(values, k, values.min(), values.max())
-    else:
-        out[k] = out[k] * 1e6 + 1e6
-    return out
+    if values.dtype == bool:
+        return ~values[k]
+    if extremes is not None:
+        return _other_extreme(values, k, extremes[0], extremes[1])
+    return values[k] * 1e6 + 1e6
 
 
 def _other_extreme(values: np.ndarray, k: int, first, second):
@@ -391,10 +398,20 @@ def _other_extreme(values: np.ndarray, k: int, first, second):
     return np.where(np.all(values[k] == first), second, first)
 
 
-def _copy_next_row(values: np.ndarray, k: int) -> np.ndarray:
-    out = values.copy()
-    out[k] = values[(k + 1) % len(values)]
-    return out
+def _same_values(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 16) -> bool:
+    """``np.array_equal(a, b, equal_nan=True)`` for arrays of one shape, a block of rows at
+    a time: its temporaries stay small whatever n is (this runs before every sampling call)."""
+    if a.ndim == 0:
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    equal_nan = a.dtype.kind in "fc"
+    return all(
+        np.array_equal(a[i:i + chunk], b[i:i + chunk], equal_nan=equal_nan)
+        for i in range(0, len(a), chunk)
+    )
+
+
+def _copy_next_row(values: np.ndarray, k: int, extremes):
+    return values[(k + 1) % len(values)]
 
 
 class PrivateModel:
@@ -839,6 +856,7 @@ class PrivateModel:
             [q, *self._placeholders], per_datum, on_unused_input="ignore", **compile_kwargs
         )
         self._loglik_fn.trust_input = True
+        self._ratio_fn = None  # clipped_ratio's, compiled on first use
         self._prior_fn = pm_compile([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
         self._probe_rows_are_independent()
@@ -882,32 +900,47 @@ class PrivateModel:
         # any factor that multiplies it.
         shifted = q + 0.5 * np.random.default_rng(0).standard_normal(q.shape)
         rows = np.random.default_rng().choice(n, size=min(n, 3), replace=False)
-        with np.errstate(all="ignore"):
-            for point in (q, shifted):
-                try:
-                    base = _withholding_details(
-                        "the per-datum log-likelihood", self._loglik_fn, point, *self._data_values
-                    )
-                except RuntimeError:
-                    if point is q:
-                        raise
-                    continue  # the shifted point may be outside the model's support
-                self._probe_rows(point, base, rows)
+        self._probe_copy = None  # the probes' working copy of the data, while they run
+        try:
+            with np.errstate(all="ignore"):
+                for point in (q, shifted):
+                    try:
+                        base = _withholding_details(
+                            "the per-datum log-likelihood", self._loglik_fn, point,
+                            *self._data_values,
+                        )
+                    except RuntimeError:
+                        if point is q:
+                            raise
+                        continue  # the shifted point may be outside the model's support
+                    self._probe_rows(point, base, rows)
+        finally:
+            self._probe_copy = None
 
     def _probe_rows(self, point: np.ndarray, base: np.ndarray, rows) -> None:
-        n = self.n_data
-        for k in rows:
-            for probe in (_bump_row, _copy_next_row, _far_row):
-                try:
-                    changed = self._loglik_fn(point, *[probe(v, k) for v in self._data_values])
-                except Exception:  # e.g. an index out of range: try the other probes
-                    continue
-                others = np.ones(n, dtype=bool)
-                others[k] = False
-                same = (changed == base) | (np.isnan(changed) & np.isnan(base))
-                close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
-                if not np.all((same | close)[others]):
-                    raise UnsupportedModelError(_ROWS_MIX)
+        # The rows are moved together, in one working copy of the data (set and restored in
+        # place): three passes over the data per point, and the one copy, whatever n is.
+        data = self._data_values
+        if getattr(self, "_probe_copy", None) is None:
+            self._probe_copy = [v.copy() for v in data]
+        work, extremes = self._probe_copy, [_extremes(v) for v in data]
+        others = np.ones(len(base), dtype=bool)
+        others[rows] = False
+        for probe in (_bump_row, _copy_next_row, _far_row):
+            try:
+                for w, v, ends in zip(work, data, extremes):
+                    for k in rows:
+                        w[k] = probe(v, k, ends)
+                changed = self._loglik_fn(point, *work)
+            except Exception:  # e.g. an index out of range: try the other probes
+                continue
+            finally:
+                for w, v in zip(work, data):
+                    w[rows] = v[rows]
+            same = (changed == base) | (np.isnan(changed) & np.isnan(base))
+            close = np.abs(changed - base) <= 1e-12 * (1 + np.abs(base))
+            if not np.all((same | close)[others]):
+                raise UnsupportedModelError(_ROWS_MIX)
 
     def check_data_unchanged(self) -> None:
         """Refuse to sample if a data container changed since construction.
@@ -923,9 +956,7 @@ class PrivateModel:
         ] + [(c, _container_label(c), value) for c, value in self._frozen_containers]
         for var, label, snapshot in snapshots:
             current = np.asarray(var.get_value(borrow=True))
-            if current.shape != snapshot.shape or not np.array_equal(
-                current, snapshot, equal_nan=True
-            ):
+            if current.shape != snapshot.shape or not _same_values(current, snapshot):
                 raise ValueError(
                     f"The data of {label} changed after the step was built (pm.set_data?). "
                     "The step validated and planned for the old data: build a new step."
@@ -943,6 +974,57 @@ class PrivateModel:
             np.asarray(q, dtype=self._q.dtype),
             *self._data_values,
         )
+
+    def clipped_ratio(
+        self, q: np.ndarray, current: np.ndarray, bound: float
+    ) -> tuple[np.ndarray, float]:
+        """``(ℓ(θ'), Σ_j clip_b(ℓ_j(θ') − current_j))`` at raveled point ``q`` = θ', in one pass.
+
+        ``current`` is :meth:`loglik` at the chain's point θ (cached by the caller); the sum
+        is the log-likelihood ratio a DP penalty or DP HMC test releases, clamped by the rule
+        of :func:`~pymc_dp.kernels.clipping.clipped_sum` (sensitivity 2b under replace-one).
+        The difference, the clamp and the sum run inside the compiled function, fused with
+        the log-likelihood's own loop: no n-length array besides ``ℓ(θ')`` itself, which
+        becomes the next cache if θ' is accepted. Both outputs are private.
+
+        Examples
+        --------
+        >>> import numpy as np, pymc as pm
+        >>> from pymc_dp.model import PrivateModel
+        >>> with pm.Model() as m:
+        ...     mu = pm.Normal("mu", 0, 10)
+        ...     _ = pm.Normal("y", mu, 1, observed=np.array([0.0, 1.0, 5.0]))
+        >>> pmodel = PrivateModel(m)
+        >>> current = pmodel.loglik(np.array([0.0]))
+        >>> new, ratio = pmodel.clipped_ratio(np.array([1.0]), current, 2.0)
+        >>> round(ratio, 6)  # the three differences −0.5, 0.5, 4.5 clamped to [−2, 2]
+        2.0
+        """
+        if self._ratio_fn is None:
+            per_datum = self._per_datum_graph
+            cache = pt.vector("current_loglik", dtype=per_datum.dtype)
+            clip = pt.scalar("ratio_clip", dtype=per_datum.dtype)
+            ratio = clipped_scalar_sum(per_datum - cache, clip)
+            self._ratio_fn = pm_compile(
+                [self._q, cache, clip, *self._placeholders],
+                [per_datum, ratio],
+                on_unused_input="ignore",
+                **self._compile_kwargs,
+            )
+            self._ratio_fn.trust_input = True
+        dtype = self._per_datum_graph.dtype
+        current = np.asarray(current, dtype=dtype)
+        if current.shape != (self.n_data,):
+            raise ValueError(f"current must have shape ({self.n_data},), got {current.shape}")
+        loglik, ratio = _withholding_details(
+            "the clipped log-likelihood ratio",
+            self._ratio_fn,
+            np.asarray(q, dtype=self._q.dtype),
+            current,
+            np.asarray(bound, dtype=dtype),
+            *self._data_values,
+        )
+        return loglik, float(ratio)
 
     def logprior(self, q: np.ndarray) -> float:
         """Public log prior density of ``q`` on the value space (Jacobians included)."""

@@ -55,7 +55,9 @@ from pytensor.tensor.elemwise import Elemwise
 
 from pymc_dp.row_locality import is_row_local
 
-__all__ = ["ReverseColumns", "clipped_row_sum", "forward_columns", "reverse_columns"]
+__all__ = [
+    "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "reverse_columns"
+]
 
 _FLOATS = ("float16", "float32", "float64")
 
@@ -232,3 +234,16 @@ def clipped_row_sum(columns: list[Variable], bound: Variable) -> Variable:
     finite = pt.isfinite(squared)
     scale = pt.switch(finite, bound / pt.maximum(pt.sqrt(squared), bound), 0.0)
     return pt.stack([pt.sum(pt.switch(finite, c * scale, 0.0)) for c in columns])
+
+
+def clipped_scalar_sum(values: Variable, bound: Variable) -> Variable:
+    """``Σ_j clip_b(v_j)`` for a vector of per-datum scalars, each clamped to ``[-b, b]``.
+
+    The rule of :func:`pymc_dp.kernels.clipping.clipped_sum` (its reference): ``±inf`` to
+    ``±b``, NaN to 0, so replacing one datum moves the sum by at most 2b whatever the model
+    returns. PyTensor fuses the difference, the clamp and the sum into one loop over the
+    data (:meth:`pymc_dp.model.PrivateModel.clipped_ratio`).
+    """
+    clamped = pt.clip(values, -bound, bound)
+    return pt.sum(pt.switch(pt.isnan(clamped), 0.0, clamped))
+

@@ -366,6 +366,33 @@ def test_the_probe_moves_rows_drawn_at_random(monkeypatch):
     assert len({frozenset(r) for r in seen}) > 2  # not the same rows every time
 
 
+def test_the_probe_passes_over_the_data_a_fixed_number_of_times():
+    # Building a step must not grow with n faster than a few passes (issue 14): the rows
+    # are moved together in one working copy, three probes at each of two points.
+    y = np.random.default_rng(0).normal(size=100_000)
+    with pm.Model() as m:
+        pm.Normal("y", pm.Normal("mu"), 1, observed=y)
+    pmodel = PrivateModel(m)
+    calls, compiled = [], pmodel._loglik_fn
+    pmodel._loglik_fn = lambda q, *data: calls.append(1) or compiled(q, *data)
+    pmodel._probe_rows_are_independent()
+    assert len(calls) == 2 * (1 + 3)
+    np.testing.assert_array_equal(pmodel._data_values[0], y)  # restored, and not y itself
+    assert pmodel._probe_copy is None
+
+
+def test_the_probe_still_refuses_rows_that_mix(monkeypatch):
+    # The probe is the second line behind the proof: with the proof switched off (as if one
+    # of its rules were wrong) a model centring its data by its own mean is still refused.
+    x = np.random.default_rng(1).normal(2.0, 3.0, size=2_000)
+    monkeypatch.setattr(PrivateModel, "_check_graph", lambda self, *a, **k: None)
+    with pm.Model() as m:
+        xd = pm.Data("x", x)
+        pm.Normal("y", pm.Normal("mu") + (xd - xd.mean()), 1, observed=x)
+    with pytest.raises(UnsupportedModelError, match="changes the log-likelihood of other rows"):
+        PrivateModel(m)
+
+
 def test_a_prior_whose_draws_read_data_is_refused():
     # The logp ignores x, the random= reads it: the warm-up starts from prior draws
     # (PrivateModel.plausible_start), so its start would hold mean(x). (Reviewer's case.)

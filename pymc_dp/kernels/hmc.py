@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.kernels.penalty import (
+    RatioFn,
     _finite_or_reject,
     noisy_clipped_ratio,
     public_move_is_finite,
@@ -138,7 +139,7 @@ def hmc_transition(
     rng: np.random.Generator,
     state: HMCState,
     *,
-    loglik_fn: Callable[[np.ndarray], np.ndarray],
+    ratio_fn: RatioFn,
     logprior_fn: Callable[[np.ndarray], float],
     grad_fn: Callable[[np.ndarray], np.ndarray],
     step_size: float,
@@ -150,8 +151,8 @@ def hmc_transition(
     """One DP HMC iteration: at most ``n_steps`` gradient releases and one ratio release.
 
     ``grad_fn(q)`` releases a noisy gradient (:func:`noisy_gradient` with the chain's rng);
-    ``loglik_fn`` returns per-datum log-likelihoods, read once, at θ_L (θ's are cached in
-    ``state``); ``logprior_fn`` is the public log prior. ``inv_mass`` is the diagonal of M⁻¹.
+    ``ratio_fn`` (:data:`~pymc_dp.kernels.penalty.RatioFn`) reads the data once, at θ_L
+    (θ's per-datum log-likelihoods are cached in ``state``); ``logprior_fn`` is the public log prior. ``inv_mass`` is the diagonal of M⁻¹.
     """
     p0 = rng.standard_normal(state.q.shape) / np.sqrt(inv_mass)  # p0 ~ N(0, M)
     q_new, p_new, grad_new, ok = leapfrog(
@@ -177,10 +178,10 @@ def hmc_transition(
         # Huge but finite: the noise, its penalty or the energy overflows. Rejected as
         # divergent from released values alone, without reading the data.
         return state, diverged
-    loglik_new = loglik_fn(q_new)
-    noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
+    loglik_new, noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
         rng,
-        loglik_new,
+        ratio_fn,
+        q_new,
         state.loglik,
         distance,
         clip_bound=loglik_clip,

@@ -36,6 +36,8 @@ from pymc_dp.kernels.clipping import clipped_sum
 __all__ = [
     "PROPOSALS",
     "PenaltyState",
+    "RatioFn",
+    "clipped_ratio_from",
     "noisy_clipped_ratio",
     "penalty_transition",
     "propose",
@@ -111,34 +113,65 @@ def public_move_is_finite(q_proposed: np.ndarray, noise_sd: float) -> bool:
     return bool(np.all(np.isfinite(q_proposed)) and math.isfinite(0.5 * noise_sd * noise_sd))
 
 
+#: ``ratio_fn(θ', ℓ(θ), b) -> (ℓ(θ'), Σ_j clip_b(ℓ_j(θ') − ℓ_j(θ)))``: the per-datum
+#: log-likelihoods at θ' (private; the next cache if θ' is accepted) and their clipped
+#: ratio to the cached ones by the rule of :func:`~pymc_dp.kernels.clipping.clipped_sum`.
+#: :meth:`pymc_dp.model.PrivateModel.clipped_ratio` computes both in one compiled pass;
+#: :func:`clipped_ratio_from` builds one from a per-datum log-likelihood function.
+RatioFn = Callable[[np.ndarray, np.ndarray, float], tuple[np.ndarray, float]]
+
+
+def clipped_ratio_from(loglik_fn: Callable[[np.ndarray], np.ndarray]) -> RatioFn:
+    """A :data:`RatioFn` from a function returning per-datum log-likelihoods (NumPy).
+
+    The reference the compiled one is tested against, and a way to run the kernels on
+    plain arrays.
+
+    Examples
+    --------
+    >>> ratio_fn = clipped_ratio_from(lambda q: -0.5 * (np.array([0.0, 1.0, 5.0]) - q[0]) ** 2)
+    >>> current, _ = ratio_fn(np.array([0.0]), np.zeros(3), 1.0)
+    >>> _, ratio = ratio_fn(np.array([1.0]), current, 2.0)
+    >>> float(ratio)  # the differences −0.5, 0.5, 4.5 clamped to [−2, 2]
+    2.0
+    """
+
+    def ratio_fn(q: np.ndarray, current: np.ndarray, bound: float) -> tuple[np.ndarray, float]:
+        loglik = loglik_fn(q)
+        with np.errstate(invalid="ignore"):  # inf − inf between diverged values: NaN, clipped to 0
+            return loglik, clipped_sum(loglik - current, bound)
+
+    return ratio_fn
+
+
 def noisy_clipped_ratio(
     rng: np.random.Generator,
-    loglik_proposed: np.ndarray,
+    ratio_fn: RatioFn,
+    q_proposed: np.ndarray,
     loglik_current: np.ndarray,
     distance: float,
     *,
     clip_bound: float,
     noise_multiplier: float,
-) -> tuple[float, float]:
+) -> tuple[np.ndarray, float, float]:
     """Release the clipped log-likelihood ratio of a move of length ``distance``: one release.
 
-    ``R = Σ_j clip_{b·distance}(ℓ_j(θ') − ℓ_j(θ))`` has sensitivity ``c = 2 b · distance``
-    under replace-one; the release is ``R̂ = R + N(0, σ²)`` with ``σ = z · c``, which costs
-    μ = 1/(2 z²) whatever ``distance`` is. Shared by the DP penalty and DP HMC acceptance
-    tests (ALGORITHMS.md, "DP penalty" step 2–3 and "DP HMC" step 2).
+    ``R = Σ_j clip_{b·distance}(ℓ_j(θ') − ℓ_j(θ))`` (by ``ratio_fn``) has sensitivity
+    ``c = 2 b · distance`` under replace-one; the release is ``R̂ = R + N(0, σ²)`` with
+    ``σ = z · c``, which costs μ = 1/(2 z²) whatever ``distance`` is. Shared by the DP
+    penalty and DP HMC acceptance tests (ALGORITHMS.md, "DP penalty" step 2–3 and "DP HMC"
+    step 2).
 
     Returns
     -------
-    (float, float)
-        The released ``R̂`` and the noise standard deviation ``σ`` (public: it depends only
-        on the public distance and settings), which the caller needs for the ``−σ²/2``
-        penalty correction.
+    (ndarray, float, float)
+        ``ℓ(θ')`` (private: the next cache), the released ``R̂`` and the noise standard
+        deviation ``σ`` (public: it depends only on the public distance and settings), which
+        the caller needs for the ``−σ²/2`` penalty correction.
     """
-    bound = clip_bound * distance
-    with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: NaN, clipped to 0
-        ratio = clipped_sum(loglik_proposed - loglik_current, bound)
+    loglik_proposed, ratio = ratio_fn(q_proposed, loglik_current, clip_bound * distance)
     noise_sd = ratio_noise_sd(distance, clip_bound=clip_bound, noise_multiplier=noise_multiplier)
-    return ratio + noise_sd * rng.standard_normal(), noise_sd
+    return loglik_proposed, float(ratio) + noise_sd * rng.standard_normal(), noise_sd
 
 
 def _finite_or_reject(log_accept) -> float:
@@ -159,7 +192,7 @@ def penalty_transition(
     rng: np.random.Generator,
     state: PenaltyState,
     q_proposed: np.ndarray,
-    loglik_fn: Callable[[np.ndarray], np.ndarray],
+    ratio_fn: RatioFn,
     logprior_fn: Callable[[np.ndarray], float],
     *,
     clip_bound: float,
@@ -167,8 +200,9 @@ def penalty_transition(
 ) -> tuple[PenaltyState, PenaltyInfo]:
     """One DP penalty accept/reject of ``q_proposed``: exactly one noisy release.
 
-    ``loglik_fn`` returns per-datum log-likelihoods (read once per call, at θ' only: θ's
-    are cached in ``state``); ``logprior_fn`` the public log prior. A proposal whose
+    ``ratio_fn`` (:data:`RatioFn`) reads the data once per call, at θ' only (θ's per-datum
+    log-likelihoods are cached in ``state``); ``logprior_fn`` is the public log prior. A
+    proposal whose
     acceptance is not a finite number is rejected (module notes), before the data is read
     when public values already say so.
     """
@@ -177,10 +211,10 @@ def penalty_transition(
     noise_sd = ratio_noise_sd(distance, clip_bound=clip_bound, noise_multiplier=noise_multiplier)
     if not public_move_is_finite(q_proposed, noise_sd):
         return state, PenaltyInfo(False, -math.inf, noise_sd)
-    loglik_proposed = loglik_fn(q_proposed)
-    noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
+    loglik_proposed, noisy_ratio, noise_sd = noisy_clipped_ratio(  # the release
         rng,
-        loglik_proposed,
+        ratio_fn,
+        q_proposed,
         state.loglik,
         distance,
         clip_bound=clip_bound,

@@ -552,7 +552,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         state, info = hmc_transition(
             self.rng,
             state,
-            loglik_fn=view.loglik,
+            ratio_fn=view.clipped_ratio,
             logprior_fn=view.logprior,
             grad_fn=self._release_gradient,
             step_size=step_size,

@@ -223,7 +223,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
             self.rng,
             state,
             proposal.q,
-            view.loglik,
+            view.clipped_ratio,
             view.logprior,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,

@@ -103,8 +103,8 @@ DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=12, quantile=0.999, growth=1.3
 class AffineView:
     """The private model seen in the coordinates u of ``θ = mean + basis · u`` (public).
 
-    Offers what the kernels call (``loglik``, ``logprior``, ``clipped_gradient``) as
-    functions of u; ``basis`` is invertible. The log prior in u differs from θ's by the
+    Offers what the kernels call (``loglik``, ``clipped_ratio``, ``logprior``,
+    ``clipped_gradient``) as functions of u; ``basis`` is invertible. The log prior in u differs from θ's by the
     constant log-Jacobian, which cancels in every ratio.
     """
 
@@ -124,6 +124,9 @@ class AffineView:
 
     def loglik(self, u: np.ndarray) -> np.ndarray:
         return self.pmodel.loglik(self.theta(u))
+
+    def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float):
+        return self.pmodel.clipped_ratio(self.theta(u), current, bound)
 
     def logprior(self, u: np.ndarray) -> float:
         return self.pmodel.logprior(self.theta(u))

@@ -9,7 +9,7 @@ from pymc_dp.accounting import gaussian_epsilon
 from pymc_dp.auditing import epsilon_lower_bound
 from pymc_dp.kernels.clipping import clipped_sum
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, leapfrog, noisy_gradient
-from pymc_dp.kernels.penalty import noisy_clipped_ratio
+from pymc_dp.kernels.penalty import clipped_ratio_from, noisy_clipped_ratio
 from pymc_dp.model import PrivateModel
 
 
@@ -63,7 +63,7 @@ def test_a_non_finite_trajectory_is_rejected_without_reading_the_data():
 
     state = HMCState(q=np.zeros(1), loglik=np.zeros(3), logprior=0.0, grad=np.array([np.inf]))
     new, info = hmc_transition(
-        np.random.default_rng(0), state, loglik_fn=loglik, logprior_fn=lambda q: 0.0,
+        np.random.default_rng(0), state, ratio_fn=clipped_ratio_from(loglik), logprior_fn=lambda q: 0.0,
         grad_fn=lambda q: np.array([np.inf]), step_size=0.1, n_steps=3, inv_mass=np.ones(1),
         loglik_clip=1.0, loglik_noise_multiplier=1.0,
     )
@@ -84,7 +84,7 @@ def test_one_transition_reads_the_data_once_and_calls_the_gradient_n_steps_times
     state = HMCState(q=np.zeros(1), loglik=loglik(np.zeros(1)), logprior=0.0, grad=grad(np.zeros(1)))
     calls.update(loglik=0, grad=0)
     hmc_transition(
-        np.random.default_rng(1), state, loglik_fn=loglik, logprior_fn=lambda q: 0.0,
+        np.random.default_rng(1), state, ratio_fn=clipped_ratio_from(loglik), logprior_fn=lambda q: 0.0,
         grad_fn=grad, step_size=0.05, n_steps=7, inv_mass=np.ones(1),
         loglik_clip=5.0, loglik_noise_multiplier=0.1,
     )
@@ -106,7 +106,10 @@ def test_noisy_gradient_adds_noise_of_z_times_two_b():
 def test_the_ratio_release_is_the_penalty_kernels():
     # Same generator state, same release: the two kernels share one mechanism.
     new, old = np.array([0.3, -5.0, 0.1]), np.zeros(3)
-    r1, sd1 = noisy_clipped_ratio(np.random.default_rng(3), new, old, 0.5, clip_bound=2.0, noise_multiplier=0.7)
+    _, r1, sd1 = noisy_clipped_ratio(
+        np.random.default_rng(3), clipped_ratio_from(lambda q: q), new, old, 0.5,
+        clip_bound=2.0, noise_multiplier=0.7,
+    )
     expected_sd = 0.7 * 2 * 2.0 * 0.5
     assert sd1 == pytest.approx(expected_sd)
     noise = np.random.default_rng(3).standard_normal()
@@ -148,8 +151,9 @@ def _run_chain(iterations, seed, *, grad_noise, ratio_noise, wrong_cache=False):
             p0 = rng.standard_normal(1)
             qL, pL, GL, _ = leapfrog(state.q, p0, state.grad, grad_fn, step_size=0.25, n_steps=4,
                                      inv_mass=np.ones(1))
-            r, sd = noisy_clipped_ratio(rng, _loglik(qL), state.loglik, float(abs(qL - state.q)[0]),
-                                        clip_bound=clip, noise_multiplier=ratio_noise)
+            _, r, sd = noisy_clipped_ratio(rng, clipped_ratio_from(_loglik), qL, state.loglik,
+                                           float(abs(qL - state.q)[0]),
+                                           clip_bound=clip, noise_multiplier=ratio_noise)
             la = r + _logprior(qL) - state.logprior + 0.5 * (p0**2 - pL**2).sum() - 0.5 * sd**2
             if np.log(rng.uniform()) < la:
                 state = HMCState(q=qL, loglik=_loglik(qL), logprior=_logprior(qL), grad=GL)
@@ -158,7 +162,7 @@ def _run_chain(iterations, seed, *, grad_noise, ratio_noise, wrong_cache=False):
                 state = HMCState(q=state.q, loglik=state.loglik, logprior=state.logprior, grad=GL)
         else:
             state, info = hmc_transition(
-                rng, state, loglik_fn=_loglik, logprior_fn=_logprior, grad_fn=grad_fn,
+                rng, state, ratio_fn=clipped_ratio_from(_loglik), logprior_fn=_logprior, grad_fn=grad_fn,
                 step_size=0.25, n_steps=4, inv_mass=np.ones(1),
                 loglik_clip=clip, loglik_noise_multiplier=ratio_noise,
             )
@@ -229,7 +233,7 @@ def _ratio_releases(sign, z, runs, seed, clip=1.0):
     for i in range(runs):
         # zero gradient: p stays p0, the kinetic terms cancel, θ_L = L η p0
         _, info = hmc_transition(
-            rng, state, loglik_fn=loglik, logprior_fn=lambda q: 0.0,
+            rng, state, ratio_fn=clipped_ratio_from(loglik), logprior_fn=lambda q: 0.0,
             grad_fn=lambda q: np.zeros(1), step_size=0.05, n_steps=2, inv_mass=np.ones(1),
             loglik_clip=clip, loglik_noise_multiplier=z,
         )

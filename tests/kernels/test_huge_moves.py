@@ -13,7 +13,7 @@ import pytest
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
 from pymc_dp.kernels.hmc import HMCState, hmc_transition
 from pymc_dp.kernels.minibatch_penalty import minibatch_penalty_transition
-from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
+from pymc_dp.kernels.penalty import PenaltyState, clipped_ratio_from, penalty_transition
 
 Y = np.linspace(-1.0, 1.0, 40)
 HUGE = 1e160  # finite; its square is not
@@ -45,7 +45,7 @@ def test_dphmc_rejects_a_huge_trajectory_as_divergent_without_reading_the_data()
     state = HMCState(q=q0, loglik=data.loglik(q0), logprior=0.0, grad=np.zeros(1))
     data.reads = 0
     new, info = hmc_transition(
-        np.random.default_rng(0), state, loglik_fn=data.loglik, logprior_fn=logprior,
+        np.random.default_rng(0), state, ratio_fn=clipped_ratio_from(data.loglik), logprior_fn=logprior,
         grad_fn=lambda q: np.zeros_like(q),  # a flat released gradient: q_L = η p0, finite
         step_size=HUGE, n_steps=1, inv_mass=np.ones(1), loglik_clip=1.0,
         loglik_noise_multiplier=1.0,
@@ -61,7 +61,7 @@ def test_dphmc_rejects_an_overflowing_acceptance_as_divergent():
     q0 = np.zeros(1)
     state = HMCState(q=q0, loglik=data.loglik(q0), logprior=0.0, grad=np.zeros(1))
     new, info = hmc_transition(
-        np.random.default_rng(0), state, loglik_fn=data.loglik,
+        np.random.default_rng(0), state, ratio_fn=clipped_ratio_from(data.loglik),
         logprior_fn=lambda q: float(np.sum(q) - np.inf),
         grad_fn=lambda q: np.zeros_like(q), step_size=0.5, n_steps=1, inv_mass=np.ones(1),
         loglik_clip=1.0, loglik_noise_multiplier=1.0,
@@ -75,7 +75,7 @@ def test_dp_penalty_rejects_a_huge_move_without_reading_the_data():
     state = PenaltyState(q=q0, loglik=data.loglik(q0), logprior=0.0)
     data.reads = 0
     new, info = penalty_transition(
-        np.random.default_rng(0), state, np.array([HUGE]), data.loglik, logprior,
+        np.random.default_rng(0), state, np.array([HUGE]), clipped_ratio_from(data.loglik), logprior,
         clip_bound=1.0, noise_multiplier=1.0,
     )
     assert new is state and not info.accepted and info.log_accept == -np.inf

@@ -6,6 +6,7 @@ from pymc_dp.auditing import epsilon_lower_bound
 from pymc_dp.kernels.clipping import clipped_sum
 from pymc_dp.kernels.penalty import (
     PenaltyState,
+    clipped_ratio_from,
     guided_directions_after,
     penalty_transition,
     propose,
@@ -59,7 +60,7 @@ def _released_log_accepts(x, noise_multiplier, clip_bound, runs, seed):
             rng,
             state,
             np.array([0.1]),
-            loglik,
+            clipped_ratio_from(loglik),
             lambda q: 0.0,
             clip_bound=clip_bound,
             noise_multiplier=noise_multiplier,

@@ -263,16 +263,22 @@ def _count_data_reads(monkeypatch):
 
     calls = {"loglik": 0, "gradient": 0}
     loglik, gradient = PrivateModel.loglik, PrivateModel.clipped_gradient
+    ratio = PrivateModel.clipped_ratio
 
     def counting_loglik(self, q):
         calls["loglik"] += 1
         return loglik(self, q)
+
+    def counting_ratio(self, q, current, bound):
+        calls["loglik"] += 1
+        return ratio(self, q, current, bound)
 
     def counting_gradient(self, q, bound, basis=None):
         calls["gradient"] += 1
         return gradient(self, q, bound, basis)
 
     monkeypatch.setattr(PrivateModel, "loglik", counting_loglik)
+    monkeypatch.setattr(PrivateModel, "clipped_ratio", counting_ratio)
     monkeypatch.setattr(PrivateModel, "clipped_gradient", counting_gradient)
     return calls
 

@@ -110,13 +110,18 @@ def _count_data_reads(monkeypatch):
     from pymc_dp.model import PrivateModel
 
     calls = {"n": 0}
-    original = PrivateModel.loglik
+    loglik, ratio = PrivateModel.loglik, PrivateModel.clipped_ratio
 
     def counting(self, q):
         calls["n"] += 1
-        return original(self, q)
+        return loglik(self, q)
+
+    def counting_ratio(self, q, current, bound):
+        calls["n"] += 1
+        return ratio(self, q, current, bound)
 
     monkeypatch.setattr(PrivateModel, "loglik", counting)
+    monkeypatch.setattr(PrivateModel, "clipped_ratio", counting_ratio)
     return calls
 
 

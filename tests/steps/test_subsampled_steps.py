@@ -43,6 +43,7 @@ def model(make_conjugate):
 def _spy_reads(monkeypatch):
     reads = {"rows": [], "full": 0}
     rows_original, full_original = PrivateModel.loglik_rows, PrivateModel.loglik
+    ratio_original = PrivateModel.clipped_ratio
 
     def rows(self, q, r):
         reads["rows"].append(len(r))
@@ -52,8 +53,13 @@ def _spy_reads(monkeypatch):
         reads["full"] += 1
         return full_original(self, q)
 
+    def full_ratio(self, q, current, bound):
+        reads["full"] += 1
+        return ratio_original(self, q, current, bound)
+
     monkeypatch.setattr(PrivateModel, "loglik_rows", rows)
     monkeypatch.setattr(PrivateModel, "loglik", full)
+    monkeypatch.setattr(PrivateModel, "clipped_ratio", full_ratio)
     return reads
 
 
