@@ -144,8 +144,9 @@ def _report(name, args):
     rows = []
     for n in args.n:
         bm = MODELS[name](n, args.seed)
-        # about 0.5 s of iterations per long run whatever n (≈ 3 ns per row per iteration)
-        long = int(np.clip(2e8 / n, 60, 4000))
+        # about 2 s of iterations per long run whatever n (≈ 3 ns per row per iteration), so
+        # that the differenced work dwarfs the run's fixed costs and their jitter
+        long = int(np.clip(6e8 / n, 60, 20000))
         short = long // 4
         calls = int(np.clip(2e8 / n, 20, 2000))
         for which in ("DPPenalty", "Metropolis"):

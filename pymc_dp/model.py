@@ -398,6 +398,37 @@ def _other_extreme(values: np.ndarray, k: int, first, second):
     return np.where(np.all(values[k] == first), second, first)
 
 
+#: Up to this many coordinates a datum's gradient is moved to the warm-up's basis column by
+#: column (d² scalar products per row, fused with the clip and the sums into one loop over
+#: the data); above it, through one (n, d) matrix product.
+_FUSED_BASIS_DIM = 12
+
+
+def _in_basis(columns: list[Variable], basis: Variable, fused: bool) -> list[Variable]:
+    """The columns of the rows ``Bᵀ ∇ℓ_j``: ``Σ_a ∂ℓ_j/∂θ_a · B[a, k]`` for each k.
+
+    Elementwise in the rows with public scalars, so PyTensor fuses them with the norm, the
+    clip and the sums of :func:`~pymc_dp.per_datum_gradients.clipped_row_sum` (stacking an
+    (n, d) matrix, multiplying it by B and slicing it again cost about 2.5 times more at d = 10).
+    The norm is taken of these rows themselves, not computed as ``gᵀ(BBᵀ)g``: a row's
+    contribution and its norm then come from the same numbers, and no cancellation can make
+    the norm smaller than the row that is released. Only for reverse-mode columns
+    (``fused``): forward mode's columns are products ``X @ e_k`` that PyTensor turns into
+    columns of X, which combinations of them would undo (slower, and slow to compile).
+    """
+    d = len(columns)
+    if not fused or d > _FUSED_BASIS_DIM:
+        transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
+        return [transformed[:, k] for k in range(d)]
+    out = []
+    for k in range(d):
+        total = columns[0] * basis[0, k]
+        for a in range(1, d):
+            total = total + columns[a] * basis[a, k]
+        out.append(total)
+    return out
+
+
 def _same_values(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 16) -> bool:
     """``np.array_equal(a, b, equal_nan=True)`` for arrays of one shape, a block of rows at
     a time: its temporaries stay small whatever n is (this runs before every sampling call)."""
@@ -899,7 +930,8 @@ class PrivateModel:
         # A second, public point: at the initial point a parameter is often 0, which hides
         # any factor that multiplies it.
         shifted = q + 0.5 * np.random.default_rng(0).standard_normal(q.shape)
-        rows = np.random.default_rng().choice(n, size=min(n, 3), replace=False)
+        # (at most n − 1 rows, so that some row is left to watch)
+        rows = np.random.default_rng().choice(n, size=min(n - 1, 3), replace=False)
         self._probe_copy = None  # the probes' working copy of the data, while they run
         try:
             with np.errstate(all="ignore"):
@@ -1000,11 +1032,18 @@ class PrivateModel:
         >>> round(ratio, 6)  # the three differences −0.5, 0.5, 4.5 clamped to [−2, 2]
         2.0
         """
+        if not (np.isfinite(bound) and bound >= 0):
+            raise ValueError(f"bound must be a finite number >= 0, got {bound!r}")
         if self._ratio_fn is None:
             per_datum = self._per_datum_graph
             cache = pt.vector("current_loglik", dtype=per_datum.dtype)
-            clip = pt.scalar("ratio_clip", dtype=per_datum.dtype)
-            ratio = clipped_scalar_sum(per_datum - cache, clip)
+            # The clamp and the sum in float64 whatever floatX is: in float32 the bound
+            # would be rounded (up, sometimes) and the sum rounded to a step that grows with
+            # n, and a person could move the released sum by more than 2b.
+            clip = pt.scalar("ratio_clip", dtype="float64")
+            ratio = clipped_scalar_sum(
+                pt.cast(per_datum, "float64") - pt.cast(cache, "float64"), clip
+            )
             self._ratio_fn = pm_compile(
                 [self._q, cache, clip, *self._placeholders],
                 [per_datum, ratio],
@@ -1021,7 +1060,7 @@ class PrivateModel:
             self._ratio_fn,
             np.asarray(q, dtype=self._q.dtype),
             current,
-            np.asarray(bound, dtype=dtype),
+            np.asarray(bound, dtype="float64"),
             *self._data_values,
         )
         return loglik, float(ratio)
@@ -1106,7 +1145,7 @@ class PrivateModel:
         method used.
         """
         q = self._q
-        bound = pt.scalar("grad_clip", dtype=q.dtype)
+        bound = pt.scalar("grad_clip", dtype="float64")
         try:
             reverse = None
             if method != "forward" and not per_row:
@@ -1156,10 +1195,10 @@ class PrivateModel:
         # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
         # in that metric just the same.
         basis = pt.matrix("basis", dtype=q.dtype)
-        transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
-        columns = [transformed[:, k] for k in range(len(columns))]
+        columns = _in_basis(columns, basis, fused=reverse is not None)
         self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
-        clipped = clipped_row_sum(columns, bound)
+        # (the clip and the sums in float64 whatever floatX is: see clipped_ratio)
+        clipped = clipped_row_sum([pt.cast(c, "float64") for c in columns], bound)
         chosen = "forward" if reverse is None else "reverse"
         outputs = [clipped, pt.dot(prior_grad, basis), dropped]
         return [q, bound, basis, *self._placeholders], outputs, chosen
@@ -1202,7 +1241,7 @@ class PrivateModel:
         basis = np.ascontiguousarray(basis, dtype=dtype)
         if basis.shape != (self.dim, self.dim) or not np.all(np.isfinite(basis)):
             raise ValueError(f"basis must be a finite ({self.dim}, {self.dim}) matrix")
-        args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype=dtype), basis)
+        args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype="float64"), basis)
         what = "the clipped per-datum gradients"
         clipped, prior_grad, dropped = _withholding_details(
             what, self._gradient_fn, *args, *self._data_values

@@ -520,7 +520,7 @@ def _uniform_model():
     return PrivateModel(m)
 
 
-@pytest.mark.parametrize("bound", [0.0, 0.05, 1.0, np.inf])
+@pytest.mark.parametrize("bound", [0.0, 0.05, 1.0, 1e300])
 def test_the_compiled_clipped_ratio_is_the_kernels_rule(bound):
     from pymc_dp.kernels.penalty import clipped_ratio_from
 
@@ -537,10 +537,35 @@ def test_the_compiled_clipped_ratio_is_the_kernels_rule(bound):
     assert not np.all(np.isfinite(current))  # the rule's non-finite branches were exercised
 
 
-def test_the_clipped_ratio_refuses_a_cache_of_the_wrong_length():
+def test_the_clipped_ratio_refuses_a_cache_of_the_wrong_length_or_a_bad_bound():
     pmodel = _uniform_model()
+    current = pmodel.loglik(np.zeros(1))
     with pytest.raises(ValueError, match=r"shape \(5,\)"):
         pmodel.clipped_ratio(np.zeros(1), np.zeros(4), 1.0)
+    for bound in (np.nan, np.inf, -1.0):  # (a NaN clamp would leave every term as it is)
+        with pytest.raises(ValueError, match="finite number >= 0"):
+            pmodel.clipped_ratio(np.zeros(1), current, bound)
+
+
+def test_a_float32_model_clamps_and_sums_in_float64():
+    # Found by the review of the fused ratio: clamped in float32, a bound of 0.1 became
+    # float32(0.1) > 0.1, and the sum was rounded to a step growing with n, so one person
+    # could move the released sum by more than the 2b its noise is scaled for.
+    import pytensor
+
+    y = np.linspace(-50.0, 50.0, 1000).astype("float32")
+    with pytensor.config.change_flags(floatX="float32"):
+        with pm.Model() as m:
+            pm.Normal("y", pm.Normal("mu", 0.0, 10.0), 1.0, observed=y)
+        pmodel = PrivateModel(m)
+        q = np.zeros(1, dtype="float32")
+        current = pmodel.loglik(q)
+        assert current.dtype == np.float32
+        # every |difference| is far above the bound: the sum is n·(±b), exactly in float64
+        _, ratio = pmodel.clipped_ratio(q + 5.0, current, 0.1)
+        clamps = np.sign(np.asarray(pmodel.loglik(q + 5.0), dtype=float) - current)
+    assert isinstance(ratio, float)
+    assert ratio == pytest.approx(0.1 * clamps.sum(), rel=1e-12, abs=1e-9)
 
 
 @pytest.mark.parametrize("step", ["DPPenalty", "DPHMC"])

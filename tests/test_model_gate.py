@@ -381,10 +381,12 @@ def test_the_probe_passes_over_the_data_a_fixed_number_of_times():
     assert pmodel._probe_copy is None
 
 
-def test_the_probe_still_refuses_rows_that_mix(monkeypatch):
+@pytest.mark.parametrize("n", [2, 3, 2_000])
+def test_the_probe_still_refuses_rows_that_mix(monkeypatch, n):
     # The probe is the second line behind the proof: with the proof switched off (as if one
-    # of its rules were wrong) a model centring its data by its own mean is still refused.
-    x = np.random.default_rng(1).normal(2.0, 3.0, size=2_000)
+    # of its rules were wrong) a model centring its data by its own mean is still refused,
+    # also with so few rows that moving three would leave none to watch (the review's case).
+    x = np.random.default_rng(1).normal(2.0, 3.0, size=n)
     monkeypatch.setattr(PrivateModel, "_check_graph", lambda self, *a, **k: None)
     with pm.Model() as m:
         xd = pm.Data("x", x)

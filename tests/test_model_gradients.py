@@ -215,10 +215,12 @@ def _intermediate_sizes(pmodel, q):
             if hasattr(value, "shape"):
                 sizes.append((int(np.size(value)), np.shape(value), str(node.op)))
 
+    # (without fusion: Python's Elemwise.perform takes at most 32 operands, and fusing the
+    # warm-up basis into the columns gives more; each unfused step is an intermediate here)
     mode = Mode(
         linker=VMLinker(allow_gc=False, use_cloop=False, callback=record, c_thunks=False),
         optimizer="fast_run",
-    )
+    ).excluding("fusion")
     pmodel.compile_gradients()
     inputs, outputs, _ = pmodel._clipped_gradient_graph(pmodel.gradient_method)
     fn = pytensor.function(inputs, outputs, mode=mode)

@@ -169,7 +169,15 @@ def noisy_clipped_ratio(
         deviation ``σ`` (public: it depends only on the public distance and settings), which
         the caller needs for the ``−σ²/2`` penalty correction.
     """
-    loglik_proposed, ratio = ratio_fn(q_proposed, loglik_current, clip_bound * distance)
+    bound = clip_bound * distance
+    loglik_proposed, ratio = ratio_fn(q_proposed, loglik_current, bound)
+    # A sum of n terms each in [−b, b]: anything else means ratio_fn did not clip (a caller
+    # passing an unclipped function), and releasing it would not be private. O(1), public.
+    if not abs(ratio) <= len(loglik_current) * bound * (1.0 + 1e-6):
+        raise RuntimeError(
+            "ratio_fn returned a sum outside ±n·bound: it does not clip each term to the "
+            "bound (pymc_dp.kernels.penalty.RatioFn); nothing was released"
+        )
     noise_sd = ratio_noise_sd(distance, clip_bound=clip_bound, noise_multiplier=noise_multiplier)
     return loglik_proposed, float(ratio) + noise_sd * rng.standard_normal(), noise_sd
 

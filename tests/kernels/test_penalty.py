@@ -102,3 +102,16 @@ def test_the_audit_catches_noise_half_as_large_as_claimed():
     z, delta = 1.0, 1e-3
     claimed = gaussian_epsilon(1 / (2 * z**2), delta)
     assert _audit(z / 2, delta=delta) > claimed
+
+
+def test_a_ratio_function_that_does_not_clip_is_refused_before_any_release():
+    # The kernels trust ratio_fn to clip; a sum no clipped terms could give is refused.
+    from pymc_dp.kernels.penalty import noisy_clipped_ratio
+
+    unclipped = lambda q, current, bound: (current + 100.0, float(np.sum(current + 100.0)))  # noqa: E731
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(RuntimeError, match="does not clip"):
+        noisy_clipped_ratio(rng, unclipped, np.zeros(1), np.zeros(3), 0.5,
+                            clip_bound=1.0, noise_multiplier=1.0)
+    assert rng.bit_generator.state == state  # no noise was drawn
