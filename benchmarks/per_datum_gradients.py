@@ -10,20 +10,28 @@ process: the minimum over ``--repeats`` blocks of ``--calls`` calls, and the rat
 summed gradient. ``dp_hmc.py speed`` measures what matters to a user (whole DPHMC
 iterations against ``pm.HamiltonianMC``); this script shows where the time goes.
 
-Run to completion on a quiet machine (n = 10⁵; CPU ms, min of 5 blocks; ratio to summed):
+Run on 2026-11-26 (2 cores, load average about 1; n = 10⁵; CPU ms, min of 5 blocks; ratio
+to summed), as it is and with glibc told to keep freed blocks for reuse
+(``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483648``: on this machine a
+fresh 8 MB array costs more in page faults than the arithmetic that fills it):
 
-==========================  =======  ============  ============
-model                       summed   reverse       forward
-==========================  =======  ============  ============
-flat banana d = 2           0.223    0.436 (1.96)  0.408 (1.83)
-flat banana d = 10          0.341    2.181 (6.40)  3.275 (9.61)
-logistic regression d = 10  2.363    n/a           6.786 (2.87)
-==========================  =======  ============  ============
+==========================  =======  =============  ==============  =====================
+model                       summed   reverse        forward         forward, heap reused
+==========================  =======  =============  ==============  =====================
+flat banana d = 2           0.065    0.503 (7.70)   0.729 (11.16)   0.696 (10.59)
+flat banana d = 10          0.297    5.686 (19.15)  27.24 (91.74)   11.14 (39.15)
+logistic regression d = 10  1.519    n/a            26.70 (17.58)   9.599 (6.32)
+hierarchical d = 30         0.171    n/a            78.26 (458.9)   36.27 (212.3)
+==========================  =======  =============  ==============  =====================
 
-The summed gradient of the banana is one pass of column sums (Σ_j (x_j − μ) = Σ_j x_j − nμ
-after PyTensor's rewrites); clipping needs each row's gradient and norm. At d = 2 the two
-constructions cost about the same; the regression's product ``X @ β`` is not elementwise,
-so only forward mode applies (and there each pass costs about one column of X).
+These are far from the target of issue 14 (≤ 2.5 times the summed gradient at d = 2, 10, 30).
+Every datum's gradient is taken in the warm-up's metric (``Bᵀ∇ℓ_j``, B public): in reverse
+mode the rows are combined column by column and fused with the clip; forward mode and
+d > 12 stack an (n, d) matrix and multiply it by B. The
+summed gradients are cheap because PyTensor rewrites them into sums of the data (the banana:
+Σ_j (x_j − μ) = Σ_j x_j − nμ); clipping needs each row's gradient and norm. Figures recorded
+before the warm-up's metric existed (2026-11-22, identity basis): banana d = 2 1.96 / 1.83,
+d = 10 6.40 / 9.61, regression 2.87 (reverse / forward).
 
 Usage: ``python benchmarks/per_datum_gradients.py [--n 100000] [--repeats 5] [--calls 200]``.
 """
@@ -33,10 +41,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import types
 
 from pathlib import Path
 
 import numpy as np
+import pymc as pm
 
 from pymc.pytensorf import compile as pm_compile
 from pytensor.gradient import grad as pt_grad
@@ -47,6 +57,22 @@ from dp_hmc import logistic_regression  # noqa: E402
 
 from pymc_dp.benchmark_models import banana  # noqa: E402
 from pymc_dp.model import PrivateModel  # noqa: E402
+
+
+def hierarchical(n, groups, seed):
+    """Group intercepts (non-centred) and one slope: d = groups + 4."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, n)
+    x = rng.normal(size=n)
+    y = rng.normal(0.0, 0.5, groups)[g] + 0.8 * x + rng.normal(size=n)
+    with pm.Model() as model:
+        g_data, x_data = pm.Data("g", g), pm.Data("x", x)
+        mu, sigma_a = pm.Normal("mu", 0.0, 5.0), pm.HalfNormal("sigma_a", 1.0)
+        z = pm.Normal("z", 0.0, 1.0, shape=groups)
+        slope = pm.Normal("slope", 0.0, 2.0)
+        pm.Normal("y", mu + sigma_a * z[g_data] + slope * x_data, pm.HalfNormal("sigma", 2.0),
+                  observed=y)
+    return types.SimpleNamespace(model=model)
 
 
 def _ms_per_call(fn, repeats, calls):
@@ -70,11 +96,13 @@ def main(argv=None):
         ("flat banana d=2", banana(n=args.n, d=2, seed=0)),
         ("flat banana d=10", banana(n=args.n, d=10, seed=0)),
         ("logistic regression d=10", logistic_regression(args.n, 10, 0)),
+        ("hierarchical d=30", hierarchical(args.n, 26, 0)),
     ]
     for label, bm in cases:
         model = bm.model
         point = model.initial_point()
-        point["theta"] = np.asarray(bm.true_theta, dtype=float) + 0.01
+        if hasattr(bm, "true_theta"):
+            point["theta"] = np.asarray(bm.true_theta, dtype=float) + 0.01
         reference = PrivateModel(model)
         summed_graph = pt_grad(reference._per_datum_graph.sum(), reference._q)
         summed_fn = pm_compile(

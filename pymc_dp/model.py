@@ -398,6 +398,10 @@ def _other_extreme(values: np.ndarray, k: int, first, second):
     return np.where(np.all(values[k] == first), second, first)
 
 
+def _copy_next_row(values: np.ndarray, k: int, extremes):
+    return values[(k + 1) % len(values)]
+
+
 #: Up to this many coordinates a datum's gradient is moved to the warm-up's basis column by
 #: column (d² scalar products per row, fused with the clip and the sums into one loop over
 #: the data); above it, through one (n, d) matrix product.
@@ -439,10 +443,6 @@ def _same_values(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 16) -> bool:
         np.array_equal(a[i:i + chunk], b[i:i + chunk], equal_nan=equal_nan)
         for i in range(0, len(a), chunk)
     )
-
-
-def _copy_next_row(values: np.ndarray, k: int, extremes):
-    return values[(k + 1) % len(values)]
 
 
 class PrivateModel:
