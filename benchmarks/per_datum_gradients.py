@@ -11,27 +11,28 @@ summed gradient. ``dp_hmc.py speed`` measures what matters to a user (whole DPHM
 iterations against ``pm.HamiltonianMC``); this script shows where the time goes.
 
 Run on 2026-11-26 (2 cores, load average about 1; n = 10⁵; CPU ms, min of 5 blocks; ratio
-to summed), as it is and with glibc told to keep freed blocks for reuse
-(``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483648``: on this machine a
-fresh 8 MB array costs more in page faults than the arithmetic that fills it):
+to summed; every datum's gradient in a d×d basis, as the warm-up's metric gives it):
 
-==========================  =======  =============  ==============  =====================
-model                       summed   reverse        forward         forward, heap reused
-==========================  =======  =============  ==============  =====================
-flat banana d = 2           0.065    0.503 (7.70)   0.729 (11.16)   0.696 (10.59)
-flat banana d = 10          0.297    5.686 (19.15)  27.24 (91.74)   11.14 (39.15)
-logistic regression d = 10  1.519    n/a            26.70 (17.58)   9.599 (6.32)
-hierarchical d = 30         0.171    n/a            78.26 (458.9)   36.27 (212.3)
-==========================  =======  =============  ==============  =====================
+==========================  =======  =============  =============
+model                       summed   reverse        forward
+==========================  =======  =============  =============
+flat banana d = 2           0.062    0.496 (7.94)   0.546 (8.75)
+flat banana d = 10          0.281    5.271 (18.78)  2.707 (9.65)
+logistic regression d = 10  1.362    n/a            8.384 (6.16)
+hierarchical d = 30         0.162    n/a            9.989 (61.85)
+==========================  =======  =============  =============
 
-These are far from the target of issue 14 (≤ 2.5 times the summed gradient at d = 2, 10, 30).
-Every datum's gradient is taken in the warm-up's metric (``Bᵀ∇ℓ_j``, B public): in reverse
-mode the rows are combined column by column and fused with the clip; forward mode and
-d > 12 stack an (n, d) matrix and multiply it by B. The
-summed gradients are cheap because PyTensor rewrites them into sums of the data (the banana:
-Σ_j (x_j − μ) = Σ_j x_j − nμ); clipping needs each row's gradient and norm. Figures recorded
-before the warm-up's metric existed (2026-11-22, identity basis): banana d = 2 1.96 / 1.83,
-d = 10 6.40 / 9.61, regression 2.87 (reverse / forward).
+These are far from the target of issue 14 (≤ 2.5 times the summed gradient at d = 2, 10,
+30). The summed gradients are cheap because PyTensor rewrites them into sums of the data
+(the banana: Σ_j (x_j − μ) = Σ_j x_j − nμ); clipping needs each row's gradient and norm.
+Every datum's gradient is taken in the warm-up's metric (``Bᵀ∇ℓ_j``, B public): forward
+mode takes its d products along B's columns (the rows come out in B's coordinates; until
+2026-11-26 an (n, d) matrix was stacked and multiplied by B, and the same run gave 27.24,
+26.70 and 78.26 ms for the last three rows); reverse mode combines its d columns with B's
+entries, d² products a row fused with the clip, which at d = 10 costs more than forward
+mode's d passes. The same run with glibc keeping freed blocks for reuse
+(``MALLOC_MMAP_THRESHOLD_``, ``docs/private-mcmc.md``) gave the same figures within 0.1 ms
+but for the banana at d = 2 (forward 0.436 ms).
 
 Usage: ``python benchmarks/per_datum_gradients.py [--n 100000] [--repeats 5] [--calls 200]``.
 """

@@ -408,7 +408,7 @@ def _copy_next_row(values: np.ndarray, k: int, extremes):
 _FUSED_BASIS_DIM = 12
 
 
-def _in_basis(columns: list[Variable], basis: Variable, fused: bool) -> list[Variable]:
+def _in_basis(columns: list[Variable], basis: Variable) -> list[Variable]:
     """The columns of the rows ``Bᵀ ∇ℓ_j``: ``Σ_a ∂ℓ_j/∂θ_a · B[a, k]`` for each k.
 
     Elementwise in the rows with public scalars, so PyTensor fuses them with the norm, the
@@ -416,12 +416,11 @@ def _in_basis(columns: list[Variable], basis: Variable, fused: bool) -> list[Var
     (n, d) matrix, multiplying it by B and slicing it again cost about 2.5 times more at d = 10).
     The norm is taken of these rows themselves, not computed as ``gᵀ(BBᵀ)g``: a row's
     contribution and its norm then come from the same numbers, and no cancellation can make
-    the norm smaller than the row that is released. Only for reverse-mode columns
-    (``fused``): forward mode's columns are products ``X @ e_k`` that PyTensor turns into
-    columns of X, which combinations of them would undo (slower, and slow to compile).
+    the norm smaller than the row that is released. (Forward mode needs none of this: its
+    products are taken along B's columns, :func:`~pymc_dp.per_datum_gradients.forward_columns`.)
     """
     d = len(columns)
-    if not fused or d > _FUSED_BASIS_DIM:
+    if d > _FUSED_BASIS_DIM:
         transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
         return [transformed[:, k] for k in range(d)]
     out = []
@@ -892,11 +891,14 @@ class PrivateModel:
         self._prior_fn.trust_input = True
         self._probe_rows_are_independent()
 
-    def _check_graph(self, outputs, q, row_inputs, what: str, public=()) -> None:
+    def _check_graph(
+        self, outputs, q, row_inputs, what: str, public=(), parameters=None
+    ) -> None:
         """Refuse ``outputs`` unless proven row-local and its index arrays in range.
 
         ``row_inputs`` are the per-datum inputs (their values: the data, in order); the
-        graph's other input is the raveled point θ, ``q``. The proof
+        graph's other input is the raveled point θ, ``q``, and those of ``parameters`` (a
+        dict of public inputs, such as the warm-up's basis, to a public value each). The proof
         (:mod:`pymc_dp.row_locality`) is the gate: every operation must match a rule that
         shows output row j reads data row j only, or the model is refused, naming the
         operation's type. Then every integer index array must lie in its table
@@ -908,7 +910,10 @@ class PrivateModel:
         except NotRowLocal as err:
             raise UnsupportedModelError(_not_row_local(what, err)) from None
         point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
-        check_index_bounds(outputs, [q, *row_inputs], [point, *self._data_values])
+        parameters = dict(parameters or {})
+        check_index_bounds(
+            outputs, [q, *parameters, *row_inputs], [point, *parameters.values(), *self._data_values]
+        )
 
     def _probe_rows_are_independent(self):
         """A second line behind the proof: move a few rows and watch the others.
@@ -1163,10 +1168,14 @@ class PrivateModel:
             rows = {p: 0 for p in self._placeholders}
             if reverse is not None and not is_row_local(reverse.columns, rows, self.n_data):
                 reverse = None  # the graph that would run (copies set to zero) is not proven
-            if reverse is None:
+            basis = pt.matrix("basis", dtype=q.dtype)
+            if reverse is None and per_row:
                 if self._forward_columns is None:  # built once: its proof is memoised too
                     self._forward_columns = forward_columns(self._per_datum_graph, q, self.dim)
                 columns, dropped = self._forward_columns, None
+            elif reverse is None:  # (along B's columns: the rows come out in B's coordinates)
+                columns = forward_columns(self._per_datum_graph, q, self.dim, basis)
+                dropped = None
             else:
                 columns, dropped = reverse.columns, reverse.dropped
             prior_grad = pt_grad(self._prior_graph, q, disconnected_inputs="ignore")
@@ -1194,9 +1203,12 @@ class PrivateModel:
         # In the coordinates u of θ = θ_0 + B u (B public, the identity unless a warm-up
         # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
         # in that metric just the same.
-        basis = pt.matrix("basis", dtype=q.dtype)
-        columns = _in_basis(columns, basis, fused=reverse is not None)
-        self._check_graph(columns, q, self._placeholders, "The per-datum gradient", added)
+        if reverse is not None:
+            columns = _in_basis(columns, basis)
+        self._check_graph(
+            columns, q, self._placeholders, "The per-datum gradient", added,
+            parameters={basis: np.eye(self.dim, dtype=q.dtype)},
+        )
         # (the clip and the sums in float64 whatever floatX is: see clipped_ratio)
         clipped = clipped_row_sum([pt.cast(c, "float64") for c in columns], bound)
         chosen = "forward" if reverse is None else "reverse"

@@ -62,11 +62,21 @@ __all__ = [
 _FLOATS = ("float16", "float32", "float64")
 
 
-def forward_columns(per_datum: Variable, q: Variable, dim: int) -> list[Variable]:
-    """The d columns ``(∂ℓ_j/∂θ_k)_j``, k = 1…d, by one forward-mode product each."""
+def forward_columns(
+    per_datum: Variable, q: Variable, dim: int, basis: Variable | None = None
+) -> list[Variable]:
+    """The d columns ``(∂ℓ_j/∂θ_k)_j``, k = 1…d, by one forward-mode product each.
+
+    With ``basis`` (a d×d matrix B), the columns of the rows ``Bᵀ∇ℓ_j`` instead: the
+    product along B's column k is ``∇ℓ_j · B[:, k]``, so the rows come out in B's
+    coordinates without an (n, d) matrix being formed and multiplied.
+    """
     eye = np.eye(dim, dtype=q.dtype)
     return [
-        pushforward(per_datum, q, pt.as_tensor(eye[k]), disconnected_outputs="ignore")
+        pushforward(
+            per_datum, q, pt.as_tensor(eye[k]) if basis is None else basis[:, k],
+            disconnected_outputs="ignore",
+        )
         for k in range(dim)
     ]
 

@@ -501,3 +501,47 @@ def test_errors_from_the_compiled_functions_do_not_show_data():
         assert secret not in str(info.value)
         assert info.value.__cause__ is None and info.value.__suppress_context__
         setattr(pmodel, name, original)
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_the_fused_basis_gives_the_stacked_products_rows(d, monkeypatch):
+    # Issue 14: in reverse mode the rows Bᵀ∇ℓ_j are formed column by column and fused with
+    # the clip instead of through an (n, d) product; the released sums are the same.
+    import pymc_dp.model as model_module
+
+    m = banana(n=300, d=d, seed=1).model
+    q = PrivateModel(m).ravel(m.initial_point()) + 0.2
+    basis = np.linalg.qr(np.random.default_rng(2).normal(size=(d, d)))[0] * 3.0
+    fused = PrivateModel(m)
+    fused.compile_gradients()  # (compiled lazily: before the switch below)
+    monkeypatch.setattr(model_module, "_FUSED_BASIS_DIM", 0)
+    stacked = PrivateModel(m)
+    for bound in (0.5, 50.0):  # clipping most rows, and none
+        a, b = fused.clipped_gradient(q, bound, basis), stacked.clipped_gradient(q, bound, basis)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
+    assert fused.gradient_method == stacked.gradient_method == "reverse"
+
+
+@pytest.mark.parametrize("method", ["forward", "reverse"])
+def test_gradients_in_a_basis_are_the_rows_times_the_basis_clipped(method):
+    # The warm-up's metric B: forward mode takes its products along B's columns, reverse
+    # mode combines the columns (issue 14); both must release Σ_j clip_b(Bᵀ∇ℓ_j), the rule
+    # of kernels.clipping applied to the per-datum gradients times B.
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=400)
+    with pm.Model() as m:
+        a, b = pm.Normal("a", 0, 1), pm.Normal("b", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", a + b * pm.Data("x", x), sigma, observed=1.0 - 2.0 * x + rng.normal(size=400))
+    pmodel = PrivateModel(m)
+    pmodel.compile_gradients(method)
+    assert pmodel.gradient_method == method
+    q = pmodel.ravel(m.initial_point()) + 0.3
+    basis = np.linalg.qr(rng.normal(size=(3, 3)))[0] * np.array([0.5, 2.0, 3.0])
+    rows, _, _ = pmodel.gradient_rows(q)
+    for bound in (0.5, 5.0, 500.0):
+        np.testing.assert_allclose(
+            pmodel.clipped_gradient(q, bound, basis)[0], clipped_vector_sum(rows @ basis, bound),
+            rtol=1e-9, atol=1e-9,
+        )
