@@ -432,6 +432,35 @@ def _in_basis(columns: list[Variable], basis: Variable) -> list[Variable]:
     return out
 
 
+_FLOAT32_BACKEND = (
+    "The compile_kwargs' backend computes float64 values in float32 (JAX does unless "
+    "jax_enable_x64 is on: PyTensor turns it on only when it first loads JAX with floatX = "
+    "float64). Clipped sums rounded to float32 can move by more than the clip bound their noise "
+    "is scaled for. Call jax.config.update('jax_enable_x64', True) before building the step, "
+    "or use the default backend."
+)
+
+
+def _check_backend_keeps_float64(compile_kwargs: dict) -> None:
+    """Refuse a backend that silently computes float64 in float32, before any data is read.
+
+    The clamps and sums of every release are float64 graphs (:meth:`PrivateModel.clipped_ratio`);
+    a backend that runs them in float32 rounds the bound and the sum (a found case: JAX
+    without x64). Checked on a public number.
+    """
+    x = pt.scalar("x", dtype="float64")
+    value = pm_compile([x], x * 1.0, **compile_kwargs)(np.float64(0.1))
+    if np.asarray(value).dtype != np.float64 or float(value) != 0.1:
+        raise UnsupportedModelError(_FLOAT32_BACKEND)
+
+
+def _float64(value, what: str):
+    """``value`` if it is float64; else refused (a second line behind the backend check)."""
+    if np.asarray(value).dtype != np.float64:
+        raise RuntimeError(f"{what} came back in {np.asarray(value).dtype}: " + _FLOAT32_BACKEND)
+    return value
+
+
 def _same_values(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 16) -> bool:
     """``np.array_equal(a, b, equal_nan=True)`` for arrays of one shape, a block of rows at
     a time: its temporaries stay small whatever n is (this runs before every sampling call)."""
@@ -527,6 +556,7 @@ class PrivateModel:
         self.point_map_info = raveled.point_map_info
         self.dim = int(raveled.data.size)
 
+        _check_backend_keeps_float64(compile_kwargs or {})
         self._compile(compile_kwargs or {})
 
     # ------------------------------------------------------------------ validation
@@ -1068,7 +1098,7 @@ class PrivateModel:
             np.asarray(bound, dtype="float64"),
             *self._data_values,
         )
-        return loglik, float(ratio)
+        return loglik, float(_float64(ratio, "The clipped log-likelihood ratio"))
 
     def logprior(self, q: np.ndarray) -> float:
         """Public log prior density of ``q`` on the value space (Jacobians included)."""
@@ -1265,7 +1295,7 @@ class PrivateModel:
             clipped, prior_grad, _ = _withholding_details(
                 what, self._forward_gradient_fn, *args, *self._data_values
             )
-        return clipped, prior_grad
+        return _float64(clipped, "The clipped gradient sum"), prior_grad
 
     def check_gradient_rows(self) -> None:
         """Build (not compile) the graph of :meth:`gradient_rows` and prove it row-local:

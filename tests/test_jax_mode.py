@@ -76,3 +76,28 @@ def test_every_step_runs_on_jax_with_the_draws_of_the_default_backend(step):
     # (the warm-up differentiates by finite differences: rounding differences of 1e-15
     # between backends come out about 1e-6 in the draws)
     np.testing.assert_allclose(run({"compile_kwargs": JAX}), run({}), rtol=1e-3, atol=1e-4)
+
+
+def test_jax_without_x64_is_refused_before_any_data_is_read():
+    # Found by the second review: PyTensor turns JAX's float64 on only if it first loads JAX
+    # with floatX = float64; otherwise the float64 clamps and sums run in float32 and one
+    # person can move a released sum by more than 2b. (A fresh process: the switch is global.)
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, pymc as pm\n"
+        "from pymc_dp.errors import UnsupportedModelError\n"
+        "from pymc_dp.model import PrivateModel\n"
+        "with pm.Model() as m:\n"
+        "    pm.Normal('y', pm.Normal('mu'), 1, observed=np.zeros(10, dtype='float32'))\n"
+        "try:\n"
+        "    PrivateModel(m, compile_kwargs={'mode': 'JAX'})\n"
+        "except UnsupportedModelError as err:\n"
+        "    print('refused:', 'jax_enable_x64' in str(err))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "PYTENSOR_FLAGS": "floatX=float32"},
+    )
+    assert "refused: True" in out.stdout, out.stderr[-2000:]

@@ -598,3 +598,14 @@ def test_the_fused_ratio_gives_the_draws_of_the_numpy_reference(step, monkeypatc
     numpy_rule = run()
     np.testing.assert_allclose(fused, numpy_rule, rtol=0, atol=1e-12)
     assert np.unique(fused).size > 20  # the chain moved: decisions were compared
+
+
+def test_a_clipped_sum_that_comes_back_in_float32_is_refused():
+    # The second line behind the backend check at construction (a JAX without float64).
+    pmodel = _uniform_model()
+    current = pmodel.loglik(np.zeros(1))
+    pmodel.clipped_ratio(np.zeros(1), current, 1.0)
+    compiled = pmodel._ratio_fn
+    pmodel._ratio_fn = lambda *args: (lambda out: (out[0], np.float32(out[1])))(compiled(*args))
+    with pytest.raises(RuntimeError, match="came back in float32"):
+        pmodel.clipped_ratio(np.zeros(1), current, 1.0)
