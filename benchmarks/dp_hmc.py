@@ -25,6 +25,13 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     regression gets forward mode, where each pass costs about one column of X. The line
     of each model says which one DPHMC chose; ``--gradients forward`` forces forward mode.
 
+    On 2026-11-26 (``speed --dims 10 --no-regression``, CPU min / median of 5 repeats), with
+    every datum's gradient taken in the warm-up's metric (a d×d basis, since the private
+    warm-up exists): banana d = 10 4.42 / 4.37 in reverse mode (its d columns combined with
+    the basis, d² products a row) and 2.09 / 1.85 with ``--gradients forward`` (products
+    along the basis' columns). "auto" still picks reverse mode where it applies; the figures
+    below are from before the basis.
+
     Run to completion on a quiet machine (CPU, min / median of 5 repeats): banana d = 2
     1.05 / 0.97, banana d = 10 1.82 / 1.56, regression d = 10 0.67 / 0.66; an earlier run
     gave 1.19 / 0.96, 1.62 / 1.55 and 0.68 / 0.68 (the min ratio moves with single fast
