@@ -1148,10 +1148,11 @@ class PrivateModel:
                 "graph's structure does not prove that rows stay apart, or the parameters' "
                 "Jacobian is too dense. Use method='forward' (or 'auto')."
             )
-        self._gradient_fn, self.gradient_method = fn, chosen
         if may_fall_back and self._forward_gradient_fn is None:
-            # Compiled now, not in the middle of a chain (see clipped_gradient).
+            # Compiled now, not in the middle of a chain (see clipped_gradient), and before
+            # the reverse function is installed: if it is refused, nothing is.
             self._forward_gradient_fn, _, _ = self._compiled_gradient_fn("forward")
+        self._gradient_fn, self.gradient_method = fn, chosen
 
     def _compiled_gradient_fn(self, method: str):
         """The compiled :meth:`_clipped_gradient_graph`, the method it uses, and whether it
