@@ -942,7 +942,9 @@ class PrivateModel:
         point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
         parameters = dict(parameters or {})
         check_index_bounds(
-            outputs, [q, *parameters, *row_inputs], [point, *parameters.values(), *self._data_values]
+            outputs,
+            [q, *parameters, *row_inputs],
+            [point, *parameters.values(), *self._data_values],
         )
 
     def _probe_rows_are_independent(self):
@@ -967,30 +969,24 @@ class PrivateModel:
         shifted = q + 0.5 * np.random.default_rng(0).standard_normal(q.shape)
         # (at most n − 1 rows, so that some row is left to watch)
         rows = np.random.default_rng().choice(n, size=min(n - 1, 3), replace=False)
-        self._probe_copy = None  # the probes' working copy of the data, while they run
-        try:
-            with np.errstate(all="ignore"):
-                for point in (q, shifted):
-                    try:
-                        base = _withholding_details(
-                            "the per-datum log-likelihood", self._loglik_fn, point,
-                            *self._data_values,
-                        )
-                    except RuntimeError:
-                        if point is q:
-                            raise
-                        continue  # the shifted point may be outside the model's support
-                    self._probe_rows(point, base, rows)
-        finally:
-            self._probe_copy = None
+        work = [v.copy() for v in self._data_values]  # the probes' one working copy
+        with np.errstate(all="ignore"):
+            for point in (q, shifted):
+                try:
+                    base = _withholding_details(
+                        "the per-datum log-likelihood", self._loglik_fn, point, *self._data_values
+                    )
+                except RuntimeError:
+                    if point is q:
+                        raise
+                    continue  # the shifted point may be outside the model's support
+                self._probe_rows(point, base, rows, work)
 
-    def _probe_rows(self, point: np.ndarray, base: np.ndarray, rows) -> None:
-        # The rows are moved together, in one working copy of the data (set and restored in
-        # place): three passes over the data per point, and the one copy, whatever n is.
+    def _probe_rows(self, point: np.ndarray, base: np.ndarray, rows, work) -> None:
+        # The rows are moved together in ``work``, a copy of the data, set and restored in
+        # place: three passes over the data per point, and the one copy, whatever n is.
         data = self._data_values
-        if getattr(self, "_probe_copy", None) is None:
-            self._probe_copy = [v.copy() for v in data]
-        work, extremes = self._probe_copy, [_extremes(v) for v in data]
+        extremes = [_extremes(v) for v in data]
         others = np.ones(len(base), dtype=bool)
         others[rows] = False
         for probe in (_bump_row, _copy_next_row, _far_row):
@@ -1045,7 +1041,7 @@ class PrivateModel:
     def clipped_ratio(
         self, q: np.ndarray, current: np.ndarray, bound: float
     ) -> tuple[np.ndarray, float]:
-        """``(ℓ(θ'), Σ_j clip_b(ℓ_j(θ') − current_j))`` at raveled point ``q`` = θ', in one pass.
+        """``(ℓ(θ'), Σ_j clip_b(ℓ_j(θ') − current_j))`` at ``q`` = θ', in one compiled pass.
 
         ``current`` is :meth:`loglik` at the chain's point θ (cached by the caller); the sum
         is the log-likelihood ratio a DP penalty or DP HMC test releases, clamped by the rule

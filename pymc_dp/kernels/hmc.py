@@ -152,7 +152,8 @@ def hmc_transition(
 
     ``grad_fn(q)`` releases a noisy gradient (:func:`noisy_gradient` with the chain's rng);
     ``ratio_fn`` (:data:`~pymc_dp.kernels.penalty.RatioFn`) reads the data once, at θ_L
-    (θ's per-datum log-likelihoods are cached in ``state``); ``logprior_fn`` is the public log prior. ``inv_mass`` is the diagonal of M⁻¹.
+    (θ's per-datum log-likelihoods are cached in ``state``); ``logprior_fn`` is the public
+    log prior. ``inv_mass`` is the diagonal of M⁻¹.
     """
     p0 = rng.standard_normal(state.q.shape) / np.sqrt(inv_mass)  # p0 ~ N(0, M)
     q_new, p_new, grad_new, ok = leapfrog(

@@ -138,7 +138,7 @@ def clipped_ratio_from(loglik_fn: Callable[[np.ndarray], np.ndarray]) -> RatioFn
 
     def ratio_fn(q: np.ndarray, current: np.ndarray, bound: float) -> tuple[np.ndarray, float]:
         loglik = loglik_fn(q)
-        with np.errstate(invalid="ignore"):  # inf − inf between diverged values: NaN, clipped to 0
+        with np.errstate(invalid="ignore"):  # inf − inf (diverged values): NaN, clipped to 0
             return loglik, clipped_sum(loglik - current, bound)
 
     return ratio_fn

@@ -104,8 +104,8 @@ class AffineView:
     """The private model seen in the coordinates u of ``θ = mean + basis · u`` (public).
 
     Offers what the kernels call (``loglik``, ``clipped_ratio``, ``logprior``,
-    ``clipped_gradient``) as functions of u; ``basis`` is invertible. The log prior in u differs from θ's by the
-    constant log-Jacobian, which cancels in every ratio.
+    ``clipped_gradient``) as functions of u; ``basis`` is invertible. The log prior in u
+    differs from θ's by the constant log-Jacobian, which cancels in every ratio.
     """
 
     def __init__(self, pmodel, mean: np.ndarray | None = None, basis: np.ndarray | None = None):
