@@ -478,6 +478,7 @@ def laplace_warmup(
     near_mode = False
     damping, last_decrement = 1.0, np.inf
     curvature_noise = 0.0
+    base, radius = None, trust_radius  # the last iterate whose step was kept
     for t, (z_norms, z_grad, z_hnorms, z_hess) in enumerate(zs):
         lift = chart.lift(q)
         grads = chart.rows_at(grads_fn, q, lift)
@@ -545,51 +546,145 @@ def laplace_warmup(
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
         if t > 1:
             damping = damping / 4 if decrement < last_decrement else min(1.0, damping * 4)
-        last_decrement = decrement
-        h_step = h_step + damping * np.outer(grad_sum, grad_sum) / n
         if t > 0:  # the first metric is a guess from scales alone: let it move freely
             h_shape = _clamp_eigenvalues(h_shape, max_change)
-        w_inv = np.linalg.inv(w)
+        here = _Iterate(
+            q=q, lift=lift, w=w, grad_white=grad_white, grad_sum=grad_sum, hess_sum=hess_sum,
+            hess_noise_sd=hess_noise_sd, h_shape=h_shape,
+            h_step=h_step + damping * np.outer(grad_sum, grad_sum) / n, damping=damping / n,
+            decrement=decrement, clip=clip, z_grad=z_grad, high=level == quantile,
+            prior_hess=prior_hess,
+        )
+        if t > 1 and _overshot(here, base, targets[-1]):
+            # The last step made things worse: back to where it started, with a step no
+            # longer than a quarter of it (a trust region on released values: the rejected
+            # point's releases are spent, only their verdict is used).
+            radius = targets.pop()[2] / _REJECT_RATIO
+            here = base
+        else:
+            if t > 1:
+                radius = min(trust_radius, 2.0 * radius)
+            base, last_decrement = here, decrement
         if t > 0:
             # (The first iteration only measures: a Newton step in the guessed metric
             # can overshoot by orders of magnitude.)
-            if chart.params is None:
-                step = newton_step(np.zeros(d), grad_white, h_step, trust_radius=trust_radius)
-                step = step * within_prior(q, w.T @ step, prior_logp_fn)
-                q = q + w.T @ step
-            else:  # (the exact prior, along the curved map θ ↦ φ)
-                h_lik = hessian_curvature(
-                    -hess_sum, np.zeros((d, d)), hess_noise_sd, noise_floor=noise_floor
-                ) + damping * np.outer(grad_sum, grad_sum) / n
-                q, step = chart.step(
-                    q, w_inv @ grad_sum, w_inv @ h_lik @ w_inv.T, w, prior_logp_fn, prior_grad_fn
-                )
-            length = float(np.sqrt(step @ h_step @ step))
-            # (a step the gradient's noise alone would make: 2Cz per whitened coordinate)
-            noise_length = 2.0 * clip * z_grad * np.sqrt(d)
-            # the target's covariance over that noise, N(0, (2Cz)² I) through Wᵀ h⁻¹. (With
-            # h's eigenvalues clamped: near the mode the curvature in the previous metric
-            # is about I, and a near-zero eigenvalue, whose step the trust region cut, would
-            # otherwise claim an unbounded spread.)
-            spread = w.T @ np.linalg.inv(_clamp_eigenvalues(h_step, _NOISE_CURVATURE_RANGE))
-            noise_cov = chart.form_back((2.0 * clip * z_grad) ** 2 * (spread @ spread.T), lift)
-            targets.append(
-                (q, 1.0 / z_grad**2, length, noise_length, level == quantile, noise_cov)
+            q, target = _newton_target(
+                here, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor
             )
-        shape = w_inv @ h_shape @ w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
+            targets.append(target)
+        shape = here.w_inv @ here.h_shape @ here.w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
-        # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
-        # :mod:`pymc_dp.kernels.surrogate`), floored like the shape.
-        if t == len(zs) - 1:
-            lik = hessian_curvature(-hess_sum, 0.0, hess_noise_sd, noise_floor=shape_floor)
-            loglik_hessian = w_inv @ lik @ w_inv.T
         w = whitening(shape)
     mean, noise_cov, converged = _converged_mean(targets, q)
+    # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
+    # :mod:`pymc_dp.kernels.surrogate`), floored like the shape.
+    lik = hessian_curvature(-here.hess_sum, 0.0, here.hess_noise_sd, noise_floor=shape_floor)
+    loglik_hessian = here.w_inv @ lik @ here.w_inv.T
     return LaplaceWarmup(
-        mean=mean, hessian=chart.curvature_on_theta(shape, prior_hess, prior_hessian_fn(q), q),
-        clip=clip, iterations=len(zs), noise_cov=noise_cov, converged=converged,
+        mean=mean,
+        hessian=chart.curvature_on_theta(shape, here.prior_hess, prior_hessian_fn(q), q),
+        clip=here.clip, iterations=len(zs), noise_cov=noise_cov, converged=converged,
         curvature_noise=float(curvature_noise),
         loglik_hessian=chart.pull_back(0.5 * (loglik_hessian + loglik_hessian.T), q),
+    )
+
+
+@dataclass
+class _Iterate:
+    """What one warm-up iteration released at its point, in its whitened metric (public)."""
+
+    q: np.ndarray
+    lift: np.ndarray | None
+    w: np.ndarray
+    grad_white: np.ndarray  # released gradient of the log posterior
+    grad_sum: np.ndarray  # its likelihood part
+    hess_sum: np.ndarray
+    hess_noise_sd: float
+    h_shape: np.ndarray
+    h_step: np.ndarray  # damped curvature for steps
+    damping: float  # (λ/n: the damping term is damping · grad_sum grad_sumᵀ)
+    decrement: float
+    clip: float
+    z_grad: float
+    high: bool  # clipped at the high quantile
+    prior_hess: np.ndarray
+
+    @property
+    def w_inv(self) -> np.ndarray:
+        return np.linalg.inv(self.w)
+
+    @property
+    def noise_length(self) -> float:
+        """The length of a step the gradient's noise alone would make: 2Cz per whitened
+        coordinate."""
+        return 2.0 * self.clip * self.z_grad * np.sqrt(len(self.grad_white))
+
+    @property
+    def noise_decrement(self) -> float:
+        """A Newton decrement the gradient's noise alone exceeds 1 % of the time, where the
+        curvature is about right: ``(2Cz)²`` times the 0.99 quantile of χ²_d."""
+        from scipy.stats import chi2
+
+        return (2.0 * self.clip * self.z_grad) ** 2 * float(chi2.ppf(0.99, len(self.grad_white)))
+
+
+#: A step is taken back when the Newton decrement where it landed is more than this many
+#: times the one where it started (or than the noise's own); the retry is this many times
+#: shorter.
+_REJECT_RATIO = 4.0
+
+
+def _overshot(here: _Iterate, base: _Iterate, step) -> bool:
+    """Whether ``step`` (its entry in the targets) from ``base`` to ``here`` made things
+    worse (post-processing of released values).
+
+    The Newton decrement gᵀH⁻¹g is a scale-free squared distance to the mode, in posterior
+    sds, from each point's own releases; near the mode the gradient's noise alone makes it
+    up to :attr:`_Iterate.noise_decrement`. Far from the mode a noisy Newton step can jump
+    where the likelihood is wild (Student-t degrees of freedom of 0.01 after one step, a
+    mixture component emptied): the decrement there grew four- to thirteenfold in benchmark
+    runs, and the warm-up never came back. A step is taken back when the decrement grew
+    more than fourfold (the distance doubled) beyond the noise's, and only a long step
+    (longer than its noise explains, :func:`_is_near`): near the mode the decrement also
+    moves with the curvature's noise and the clip bound, and taking short steps back there
+    cost more than it saved.
+    """
+    if _is_near(step):
+        return False
+    reference = max(base.decrement, here.noise_decrement)
+    return here.decrement > _REJECT_RATIO * reference
+
+
+def _newton_target(here: _Iterate, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor):
+    """The next iterate from the releases of ``here``, no longer than ``radius`` (in
+    posterior sds of its metric), and its entry for :func:`_converged_mean`."""
+    q, w, w_inv, d = here.q, here.w, here.w_inv, len(here.grad_white)
+    if chart.params is None:
+        step = newton_step(np.zeros(d), here.grad_white, here.h_step, trust_radius=radius)
+        step = step * within_prior(q, w.T @ step, prior_logp_fn)
+        target = q + w.T @ step
+    else:  # (the exact prior, along the curved map θ ↦ φ)
+        h_lik = hessian_curvature(
+            -here.hess_sum, np.zeros((d, d)), here.hess_noise_sd, noise_floor=noise_floor
+        ) + here.damping * np.outer(here.grad_sum, here.grad_sum)
+        target, step = chart.step(
+            q, w_inv @ here.grad_sum, w_inv @ h_lik @ w_inv.T, w, prior_logp_fn, prior_grad_fn
+        )
+        full = float(np.sqrt(step @ here.h_step @ step))
+        if full > radius:  # (shortened along the straight line in θ)
+            target = q + (radius / full) * (target - q)
+            step = step * (radius / full)
+    length = float(np.sqrt(step @ here.h_step @ step))
+    # the target's covariance over the gradient's noise, N(0, (2Cz)² I) through Wᵀ h⁻¹.
+    # (With h's eigenvalues clamped: near the mode the curvature in the previous metric is
+    # about I, and a near-zero eigenvalue, whose step the trust region cut, would otherwise
+    # claim an unbounded spread.)
+    spread = w.T @ np.linalg.inv(_clamp_eigenvalues(here.h_step, _NOISE_CURVATURE_RANGE))
+    noise_cov = chart.form_back(
+        (2.0 * here.clip * here.z_grad) ** 2 * (spread @ spread.T), here.lift
+    )
+    return target, (
+        target, 1.0 / here.z_grad**2, length, here.noise_length, here.high, noise_cov
     )
 
 

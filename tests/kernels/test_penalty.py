@@ -49,10 +49,30 @@ def _normal_loglik(x):
     return lambda q: -0.5 * (x - q[0]) ** 2
 
 
-def _released_log_accepts(x, noise_multiplier, clip_bound, runs, seed):
-    """log α of one iteration from θ = 0 to θ' = 0.1, many times (an affine map of R̂)."""
+def _compiled_loglik_and_ratio(x):
+    """The per-datum log-likelihood and clipped ratio PyMC-compiled for N(θ, 1) rows ``x``
+    (the path the steps use: :meth:`pymc_dp.model.PrivateModel.clipped_ratio`)."""
+    import pymc as pm
+
+    from pymc_dp.model import PrivateModel
+
+    with pm.Model() as model:
+        pm.Normal("y", pm.Flat("theta"), 1.0, observed=x)
+    pmodel = PrivateModel(model)
+    return pmodel.loglik, pmodel.clipped_ratio
+
+
+def _released_log_accepts(x, noise_multiplier, clip_bound, runs, seed, path="numpy"):
+    """log α of one iteration from θ = 0 to θ' = 0.1, many times (an affine map of R̂).
+
+    ``path``: the clipped ratio from the NumPy reference rule, or compiled by PyMC and
+    PyTensor in one fused pass."""
     rng = np.random.default_rng(seed)
-    loglik = _normal_loglik(x)
+    if path == "numpy":
+        loglik = _normal_loglik(x)
+        ratio_fn = clipped_ratio_from(loglik)
+    else:
+        loglik, ratio_fn = _compiled_loglik_and_ratio(x)
     state = PenaltyState(q=np.zeros(1), loglik=loglik(np.zeros(1)), logprior=0.0)
     out = np.empty(runs)
     for i in range(runs):
@@ -60,7 +80,7 @@ def _released_log_accepts(x, noise_multiplier, clip_bound, runs, seed):
             rng,
             state,
             np.array([0.1]),
-            clipped_ratio_from(loglik),
+            ratio_fn,
             lambda q: 0.0,
             clip_bound=clip_bound,
             noise_multiplier=noise_multiplier,
@@ -86,22 +106,42 @@ D = np.array([0.0, 0.0, 0.0, 100.0])
 D_PRIME = np.array([0.0, 0.0, 0.0, -100.0])
 
 
-def _audit(noise_used, runs=20_000, delta=1e-3):
-    a = _released_log_accepts(D, noise_used, 1.0, runs, seed=3)
-    b = _released_log_accepts(D_PRIME, noise_used, 1.0, runs, seed=4)
+def _audit(noise_used, runs=20_000, delta=1e-3, path="numpy"):
+    a = _released_log_accepts(D, noise_used, 1.0, runs, seed=3, path=path)
+    b = _released_log_accepts(D_PRIME, noise_used, 1.0, runs, seed=4, path=path)
     return epsilon_lower_bound(a, b, delta=delta)
 
 
-def test_empirical_audit_of_one_iteration_stays_below_the_claim():
-    z, delta = 1.0, 1e-3
-    claimed = gaussian_epsilon(1 / (2 * z**2), delta)
-    assert _audit(z, delta=delta) <= claimed
+# The compiled path end to end (issue 14: the clamp and sum fused into the log-likelihood's
+# own compiled loop), on the same neighbouring data sets as the reference rule.
+PATHS = ["numpy", "compiled"]
 
 
-def test_the_audit_catches_noise_half_as_large_as_claimed():
+@pytest.mark.parametrize("path", PATHS)
+def test_empirical_audit_of_one_iteration_stays_below_the_claim(path):
     z, delta = 1.0, 1e-3
     claimed = gaussian_epsilon(1 / (2 * z**2), delta)
-    assert _audit(z / 2, delta=delta) > claimed
+    assert _audit(z, delta=delta, path=path) <= claimed
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_audit_catches_noise_half_as_large_as_claimed(path):
+    z, delta = 1.0, 1e-3
+    claimed = gaussian_epsilon(1 / (2 * z**2), delta)
+    assert _audit(z / 2, delta=delta, path=path) > claimed
+
+
+def test_the_audit_catches_a_compiled_clamp_twice_as_wide(monkeypatch):
+    # A compiled clamp at 2b (the bound the noise was not scaled for) is caught end to end.
+    import pymc_dp.model as model_module
+
+    clipped_scalar_sum = model_module.clipped_scalar_sum
+    monkeypatch.setattr(
+        model_module, "clipped_scalar_sum", lambda terms, bound: clipped_scalar_sum(terms, 2 * bound)
+    )
+    z, delta = 1.0, 1e-3
+    claimed = gaussian_epsilon(1 / (2 * z**2), delta)
+    assert _audit(z, delta=delta, path="compiled") > claimed
 
 
 def test_a_ratio_function_that_does_not_clip_is_refused_before_any_release():

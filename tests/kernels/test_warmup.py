@@ -250,30 +250,69 @@ def test_a_step_loses_at_most_100_nats_of_prior_density():
     assert within_prior(q, np.array([8.0]), lambda x: -np.inf if x[0] > 1 else 0.0) == 0.125
 
 
-def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_informs():
+def _flat_direction_run(seed, *, prior_guard):
     # θ = (μ, log σ): the data inform μ only; log σ has a HalfNormal(2) prior (on σ, so
-    # −e^{2s}/8 + s in s). Its curvature in the warm-up is the Hessian release's noise, so
-    # one Newton step in 20 runs took log σ to 37 (σ ≈ 10¹⁶), where the prior's own
-    # curvature left it. Steps within 100 nats of prior density keep every run in the
-    # prior's range.
+    # −e^{2s}/8 + s in s). Its curvature in the warm-up is the Hessian release's noise.
     y = np.random.default_rng(1).normal(1.0, 1.0, 2000)
 
     def rows(q):
         return np.column_stack([y - q[0], np.zeros(y.size)])
 
-    def run(seed, guard):
-        with np.errstate(all="ignore"):
-            return laplace_warmup(
-                np.random.default_rng(seed), np.zeros(2), rows,
-                lambda q: np.array([-q[0] / 100, 1.0 - np.exp(2 * q[1]) / 4]),
-                lambda q: np.diag([0.01, np.exp(2 * q[1]) / 2]),
-                quantile=0.999, noise_multipliers=np.tile([3.0, 3.0, 3.0, 3.0], (12, 1)),
-                prior_logp_fn=(lambda q: -q[0] ** 2 / 200 - np.exp(2 * q[1]) / 8 + q[1])
-                if guard else None,
-            ).mean[1]
+    with np.errstate(all="ignore"):
+        return laplace_warmup(
+            np.random.default_rng(seed), np.zeros(2), rows,
+            lambda q: np.array([-q[0] / 100, 1.0 - np.exp(2 * q[1]) / 4]),
+            lambda q: np.diag([0.01, np.exp(2 * q[1]) / 2]),
+            quantile=0.999, noise_multipliers=np.tile([3.0, 3.0, 3.0, 3.0], (12, 1)),
+            prior_logp_fn=(lambda q: -q[0] ** 2 / 200 - np.exp(2 * q[1]) / 8 + q[1])
+            if prior_guard else None,
+        ).mean[1]
 
-    assert max(abs(run(seed, guard=True)) for seed in range(20)) < 3.0
-    assert abs(run(9, guard=False)) > 10.0  # the run that went astray without the guard
+
+@pytest.mark.parametrize("take_back", [False, True])
+def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_informs(
+    take_back, monkeypatch
+):
+    # Without guards, one Newton step in 20 runs took log σ to 37 (σ ≈ 10¹⁶), where the
+    # prior's own curvature left it. Steps within 100 nats of prior density keep every run
+    # in the prior's range, with or without steps being taken back.
+    import pymc_dp.kernels.warmup as kernel
+
+    if not take_back:
+        monkeypatch.setattr(kernel, "_REJECT_RATIO", np.inf)
+    results = [_flat_direction_run(seed, prior_guard=True) for seed in range(20)]
+    assert max(abs(r) for r in results) < 3.0
+    # The run that went astray with no guard at all (neither the prior's nor steps taken
+    # back).
+    monkeypatch.setattr(kernel, "_REJECT_RATIO", np.inf)
+    assert abs(_flat_direction_run(9, prior_guard=False)) > 10.0
+
+
+def test_a_step_that_makes_the_newton_decrement_grow_is_taken_back():
+    from pymc_dp.kernels.warmup import _Iterate, _overshot
+
+    def at(decrement, clip=0.01, z=1.0, high=True):
+        return _Iterate(
+            q=np.zeros(2), lift=None, w=np.eye(2), grad_white=np.zeros(2),
+            grad_sum=np.zeros(2), hess_sum=np.zeros((2, 2)), hess_noise_sd=0.0,
+            h_shape=np.eye(2), h_step=np.eye(2), damping=0.0, decrement=decrement,
+            clip=clip, z_grad=z, high=high, prior_hess=np.zeros((2, 2)),
+        )
+
+    def step(length, noise_length=1.0):  # an entry of the warm-up's targets
+        return (np.zeros(2), 1.0, length, noise_length, True, np.eye(2))
+
+    # A step of 10 sds from 10 sds away that landed twice as far (decrement four times).
+    assert _overshot(at(401.0), at(100.0), step(10.0))
+    assert not _overshot(at(399.0), at(100.0), step(10.0))
+    # Near the mode the decrement is the gradient noise's ((2Cz)² χ²₂, 99 % below
+    # 4 × 9.21 here): a step is not taken back for growing within four times that.
+    assert not _overshot(at(147.0, clip=1.0), at(0.5), step(10.0))
+    assert _overshot(at(148.0, clip=1.0), at(0.5), step(10.0))
+    # A step no longer than its noise explains (3 + 2 × its noise's length) is never
+    # taken back: near the mode the decrement also moves with the curvature's noise.
+    assert not _overshot(at(401.0), at(100.0), step(4.9, noise_length=1.0))
+    assert _overshot(at(401.0), at(100.0), step(5.1, noise_length=1.0))
 
 
 def test_the_clip_margin_keeps_a_shape_parameter_near_its_mode():
