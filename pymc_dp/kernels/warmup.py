@@ -341,9 +341,10 @@ class LaplaceWarmup:
     """What the warm-up learned, all from released values (public).
 
     ``mean`` and ``hessian`` are a private Laplace approximation ``N(mean, hessian⁻¹)`` of the
-    posterior on the value space. ``clip`` is the last released quantile of the per-datum
-    gradient norms measured in the dual metric ``‖g‖_{H⁻¹}`` of the curvature then in use: a
-    bound on ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem).
+    posterior on the value space. ``clip`` is the released quantile of the per-datum
+    gradient norms at the last iterate whose step was kept, measured in the dual metric
+    ``‖g‖_{H⁻¹}`` of the curvature then in use: a bound on
+    ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem).
     ``noise_cov`` is the covariance of ``mean`` over the gradient releases' noise (a
     function of public values: noise multipliers, clip bounds, metrics), so that
     ``N(mean, hessian⁻¹ + noise_cov)`` also carries the uncertainty the privacy noise adds.
@@ -359,7 +360,7 @@ class LaplaceWarmup:
     #: the largest noise level of the curvature releases over the second half of the
     #: iterations, in the metric then in use (1: as large as the posterior's own curvature)
     curvature_noise: float = 0.0
-    #: the released negative Hessian of the log-likelihood alone at the last iterate,
+    #: the released negative Hessian of the log-likelihood alone at the last kept iterate,
     #: made positive semi-definite (no prior term)
     loglik_hessian: np.ndarray | None = None
 
@@ -462,8 +463,10 @@ def laplace_warmup(
     the mode of the exact prior times the likelihood's quadratic expansion on φ
     (:func:`~pymc_dp.kernels.surrogate.surrogate_mode`); ``prior_grad_fn`` must then be
     cheap and public, as it is called by that optimisation. Returns the mode
-    estimate and the curvature at the last iterate; ``clip`` is the last clip bound C (a
-    quantile of gradient norms, which the samplers' clipping needs).
+    estimate and the curvature at the last iterate whose step was kept (a step after which
+    the Newton decrement grew fourfold is taken back: :func:`_overshot`); ``clip`` is that
+    iterate's clip bound C (a quantile of gradient norms, which the samplers' clipping
+    needs).
     """
     zs = np.asarray(noise_multipliers, dtype=float)
     if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
