@@ -1,12 +1,14 @@
 """Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
 
-Issue 13, item 6. Eleven models of the kinds users write (linear and logistic regression
+Issue 13, item 6. Thirteen models of the kinds users write (linear and logistic regression
 with ``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
 exposure offset, Student-t regression, a two-component normal mixture with ordered means,
 ``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities, negative
 binomial counts and Gamma costs with covariates on their own scales and a dispersion or
-shape parameter), each on simulated data with n rows (one row per person) and
-weakly-informative priors.
+shape parameter; and two that a new user's trial found failing, added on 2026-11-26: a
+logistic regression with ten covariates and a rare condition, and intercepts and slopes per
+clinic), each on simulated data with n rows (one row per person) and weakly-informative
+priors.
 
 For every model and n the benchmark runs a non-private NUTS reference once
 (``pm.sample(draws=1000, tune=1000, chains=2)``), then, for every ε and step class, builds
@@ -42,7 +44,7 @@ Usage::
 
 e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
 linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
-is 144 private runs and 18 NUTS references: hours on two cores.
+is 208 private runs and 26 NUTS references: hours on two cores.
 """
 
 from __future__ import annotations
@@ -265,10 +267,57 @@ def gamma_cost(rng, n):
     return model
 
 
+def logistic_wide(rng, n):
+    """Logistic regression on ten covariates on their own scales (age in years, BMI,
+    income in thousands, children, sex, smoking, three standardised scores) and one rare
+    condition (1.5 % of people): few rows inform its coefficient."""
+    names = ["age", "bmi", "income_k", "n_children", "female", "smoker", "rare_cond",
+             "z_diet", "z_activity", "z_stress"]
+    columns = [
+        rng.uniform(18, 85, n), rng.normal(27, 5, n), rng.lognormal(np.log(45), 0.6, n),
+        rng.poisson(1.2, n), rng.binomial(1, 0.5, n), rng.binomial(1, 0.2, n),
+        rng.binomial(1, 0.015, n),
+    ]
+    X = np.column_stack([*columns, rng.normal(size=(n, 3))])
+    beta = np.array([0.03, 0.06, -0.01, 0.05, -0.3, 0.6, 1.2, -0.3, -0.2, 0.25])
+    y = rng.binomial(1, 1 / (1 + np.exp(-(-4.0 + X @ beta))))
+    with pm.Model(coords={"covariate": names}) as model:
+        X_data = pm.Data("X", X, dims=("obs", "covariate"))
+        alpha = pm.Normal("alpha", 0.0, 5.0)
+        coefficients = pm.Normal("beta", 0.0, 1.0, dims="covariate")
+        pm.Bernoulli("y", logit_p=alpha + X_data @ coefficients, observed=y, dims="obs")
+    return model
+
+
+def hier_slope(rng, n):
+    """Blood pressure against weekly hours of exercise, with an intercept and a slope per
+    clinic (eight clinics, non-centred), on the data's own scales."""
+    clinics = [f"clinic_{k}" for k in range(8)]
+    g = rng.integers(0, 8, n)
+    hours = rng.gamma(2.0, 2.0, n)
+    a_true = 130 + 6 * rng.normal(size=8)
+    b_true = -0.8 + 0.3 * rng.normal(size=8)
+    y = a_true[g] + b_true[g] * hours + rng.normal(0, 14, n)
+    with pm.Model(coords={"clinic": clinics}) as model:
+        g_data = pm.Data("clinic_idx", g, dims="obs")
+        hours_data = pm.Data("hours", hours, dims="obs")
+        mu_a = pm.Normal("mu_a", 120.0, 30.0)
+        sigma_a = pm.HalfNormal("sigma_a", 10.0)
+        mu_b = pm.Normal("mu_b", 0.0, 2.0)
+        sigma_b = pm.HalfNormal("sigma_b", 1.0)
+        za = pm.Normal("za", 0.0, 1.0, dims="clinic")
+        zb = pm.Normal("zb", 0.0, 1.0, dims="clinic")
+        a = pm.Deterministic("a", mu_a + sigma_a * za, dims="clinic")
+        b = pm.Deterministic("b", mu_b + sigma_b * zb, dims="clinic")
+        sigma = pm.HalfNormal("sigma", 20.0)
+        pm.Normal("y", a[g_data] + b[g_data] * hours_data, sigma, observed=y, dims="obs")
+    return model
+
+
 MODELS = {
     f.__name__: f
     for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics,
-              negative_binomial, gamma_cost)
+              negative_binomial, gamma_cost, logistic_wide, hier_slope)
 }
 
 
