@@ -102,6 +102,11 @@ def logistic(rng, n):
     X = np.column_stack([rng.binomial(1, 0.3, n), rng.normal(size=n), rng.normal(size=n), age - 50.0])
     logit_p = -0.8 + X @ np.array([0.7, 0.5, -0.4, 0.05])
     y = rng.binomial(1, 1.0 / (1.0 + np.exp(-logit_p)))
+    return _logistic_model(X, y, names)
+
+
+def _logistic_model(X, y, names):
+    """Bernoulli outcomes on a logit-linear predictor, N(0, 5²) intercept, N(0, 1) slopes."""
     with pm.Model(coords={"covariate": names}) as model:
         X_data = pm.Data("X", X, dims=("obs", "covariate"))
         alpha = pm.Normal("alpha", 0.0, 5.0)
@@ -281,12 +286,7 @@ def logistic_wide(rng, n):
     X = np.column_stack([*columns, rng.normal(size=(n, 3))])
     beta = np.array([0.03, 0.06, -0.01, 0.05, -0.3, 0.6, 1.2, -0.3, -0.2, 0.25])
     y = rng.binomial(1, 1 / (1 + np.exp(-(-4.0 + X @ beta))))
-    with pm.Model(coords={"covariate": names}) as model:
-        X_data = pm.Data("X", X, dims=("obs", "covariate"))
-        alpha = pm.Normal("alpha", 0.0, 5.0)
-        coefficients = pm.Normal("beta", 0.0, 1.0, dims="covariate")
-        pm.Bernoulli("y", logit_p=alpha + X_data @ coefficients, observed=y, dims="obs")
-    return model
+    return _logistic_model(X, y, names)
 
 
 def hier_slope(rng, n):
