@@ -43,6 +43,7 @@ Sensitivities, under replace-one neighbours:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -612,15 +613,19 @@ class _Iterate:
     high: bool  # clipped at the high quantile
     prior_hess: np.ndarray
 
-    @property
+    @cached_property
     def w_inv(self) -> np.ndarray:
         return np.linalg.inv(self.w)
 
     @property
+    def noise_sd(self) -> float:
+        """The gradient release's noise sd on each whitened coordinate: 2Cz."""
+        return 2.0 * self.clip * self.z_grad
+
+    @property
     def noise_length(self) -> float:
-        """The length of a step the gradient's noise alone would make: 2Cz per whitened
-        coordinate."""
-        return 2.0 * self.clip * self.z_grad * np.sqrt(len(self.grad_white))
+        """The length of a step the gradient's noise alone would make."""
+        return self.noise_sd * np.sqrt(len(self.grad_white))
 
     @property
     def noise_decrement(self) -> float:
@@ -628,7 +633,7 @@ class _Iterate:
         curvature is about right: ``(2Cz)²`` times the 0.99 quantile of χ²_d."""
         from scipy.stats import chi2
 
-        return (2.0 * self.clip * self.z_grad) ** 2 * float(chi2.ppf(0.99, len(self.grad_white)))
+        return self.noise_sd**2 * float(chi2.ppf(0.99, len(self.grad_white)))
 
 
 #: A step is taken back when the Newton decrement where it landed is more than this many
@@ -683,9 +688,7 @@ def _newton_target(here: _Iterate, radius, chart, prior_logp_fn, prior_grad_fn, 
     # about I, and a near-zero eigenvalue, whose step the trust region cut, would otherwise
     # claim an unbounded spread.)
     spread = w.T @ np.linalg.inv(_clamp_eigenvalues(here.h_step, _NOISE_CURVATURE_RANGE))
-    noise_cov = chart.form_back(
-        (2.0 * here.clip * here.z_grad) ** 2 * (spread @ spread.T), here.lift
-    )
+    noise_cov = chart.form_back(here.noise_sd**2 * (spread @ spread.T), here.lift)
     return target, (
         target, 1.0 / here.z_grad**2, length, here.noise_length, here.high, noise_cov
     )
