@@ -402,34 +402,10 @@ def _copy_next_row(values: np.ndarray, k: int, extremes):
     return values[(k + 1) % len(values)]
 
 
-#: Up to this many coordinates a datum's gradient is moved to the warm-up's basis column by
-#: column (d² scalar products per row, fused with the clip and the sums into one loop over
-#: the data); above it, through one (n, d) matrix product.
-_FUSED_BASIS_DIM = 12
 
-
-def _in_basis(columns: list[Variable], basis: Variable) -> list[Variable]:
-    """The columns of the rows ``Bᵀ ∇ℓ_j``: ``Σ_a ∂ℓ_j/∂θ_a · B[a, k]`` for each k.
-
-    Elementwise in the rows with public scalars, so PyTensor fuses them with the norm, the
-    clip and the sums of :func:`~pymc_dp.per_datum_gradients.clipped_row_sum` (stacking an
-    (n, d) matrix, multiplying it by B and slicing it again cost about 2.5 times more at d = 10).
-    The norm is taken of these rows themselves, not computed as ``gᵀ(BBᵀ)g``: a row's
-    contribution and its norm then come from the same numbers, and no cancellation can make
-    the norm smaller than the row that is released. (Forward mode needs none of this: its
-    products are taken along B's columns, :func:`~pymc_dp.per_datum_gradients.forward_columns`.)
-    """
-    d = len(columns)
-    if d > _FUSED_BASIS_DIM:
-        transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
-        return [transformed[:, k] for k in range(d)]
-    out = []
-    for k in range(d):
-        total = columns[0] * basis[0, k]
-        for a in range(1, d):
-            total = total + columns[a] * basis[a, k]
-        out.append(total)
-    return out
+def _as_list(columns: list[Variable] | Variable) -> list[Variable]:
+    """Per-datum gradient columns, or an (n, d) matrix of rows, as a list of outputs."""
+    return columns if isinstance(columns, list) else [columns]
 
 
 _FLOAT32_BACKEND = (
@@ -1180,6 +1156,7 @@ class PrivateModel:
         bound = pt.scalar("grad_clip", dtype="float64")
         try:
             reverse = None
+            basis = pt.matrix("basis", dtype=q.dtype)
             if method != "forward" and not per_row:
                 try:
                     reverse = reverse_columns(
@@ -1189,13 +1166,15 @@ class PrivateModel:
                         self.n_data,
                         self._public_points(3, 0.3),
                         max_terms=max(16, 4 * self.dim),
+                        basis=basis,  # the columns of the rows Bᵀ∇ℓ_j
                     )
                 except Exception:
                     reverse = None  # forward mode says whether the model has gradients at all
             rows = {p: 0 for p in self._placeholders}
-            if reverse is not None and not is_row_local(reverse.columns, rows, self.n_data):
+            if reverse is not None and not is_row_local(
+                _as_list(reverse.columns), rows, self.n_data
+            ):
                 reverse = None  # the graph that would run (copies set to zero) is not proven
-            basis = pt.matrix("basis", dtype=q.dtype)
             if reverse is None and per_row:
                 if self._forward_columns is None:  # built once: its proof is memoised too
                     self._forward_columns = forward_columns(self._per_datum_graph, q, self.dim)
@@ -1219,7 +1198,8 @@ class PrivateModel:
         # the likelihood's data constants are inputs by now.)
         likelihood = set(graph_inputs([self._per_datum_graph]))
         added = [
-            c for c in graph_inputs(columns) if isinstance(c, Constant) and c not in likelihood
+            c for c in graph_inputs(_as_list(columns))
+            if isinstance(c, Constant) and c not in likelihood
         ]
         if per_row:
             # The warm-up's (n, d) matrix of per-datum gradients (private: released only
@@ -1230,14 +1210,16 @@ class PrivateModel:
         # In the coordinates u of θ = θ_0 + B u (B public, the identity unless a warm-up
         # chose a metric) a datum's gradient is Bᵀ∇ℓ_j: clipping it bounds the sensitivity
         # in that metric just the same.
-        if reverse is not None:
-            columns = _in_basis(columns, basis)
         self._check_graph(
-            columns, q, self._placeholders, "The per-datum gradient", added,
+            _as_list(columns), q, self._placeholders, "The per-datum gradient", added,
             parameters={basis: np.eye(self.dim, dtype=q.dtype)},
         )
         # (the clip and the sums in float64 whatever floatX is: see clipped_ratio)
-        clipped = clipped_row_sum([pt.cast(c, "float64") for c in columns], bound)
+        clipped = clipped_row_sum(
+            [pt.cast(c, "float64") for c in columns] if isinstance(columns, list)
+            else pt.cast(columns, "float64"),  # the (n, d) rows
+            bound,
+        )
         chosen = "forward" if reverse is None else "reverse"
         outputs = [clipped, pt.dot(prior_grad, basis), dropped]
         return [q, bound, basis, *self._placeholders], outputs, chosen

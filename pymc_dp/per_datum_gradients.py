@@ -12,13 +12,22 @@ which each datum is an m-vector compared with an m-vector of parameters costs O(
 
 *Reverse mode through per-row copies* (:func:`reverse_columns`, where it is proven to
 apply): find the *frontier*, the tensors φ computed from θ alone that meet the data (e.g.
-the mean vector of a likelihood). Where every such φ meets the data in an elementwise
-operation broadcast along the datum axis, give each row its own copy ``φ + Z_j`` (with Z = 0,
-so every value is unchanged). One reverse pass then yields ``∂ℓ_j/∂φ`` for every row j at
-once (the gradient with respect to row j of Z), and ``∂ℓ_j/∂θ_k = Σ_a ∂ℓ_j/∂φ_a · ∂φ_a/∂θ_k``
-with the small Jacobian ∂φ/∂θ computed from θ alone, keeping only its entries that are not
-zero at a few public points. On the flat banana (d = 10, n = 10⁵) that is 2.2 ms per clipped
-gradient against 3.3 ms in forward mode (``benchmarks/per_datum_gradients.py``).
+the mean vector of a likelihood). Where φ meets the data in an elementwise operation
+broadcast along the datum axis, give each row its own copy ``φ + Z_j`` (with Z = 0, so every
+value is unchanged). One reverse pass then yields ``∂ℓ_j/∂φ`` for every row j at once (the
+gradient with respect to row j of Z), and ``∂ℓ_j/∂θ_k = Σ_a ∂ℓ_j/∂φ_a · ∂φ_a/∂θ_k`` with the
+small Jacobian ∂φ/∂θ computed from θ alone, keeping only its entries that are not zero at a
+few public points. On the flat banana (d = 10, n = 10⁵) that is 2.2 ms per clipped gradient
+against 3.3 ms in forward mode (``benchmarks/per_datum_gradients.py``).
+
+Where φ meets the data in an operation that is *linear in φ* with coefficients read from the
+data alone — ``X @ β`` with a design matrix X, ``a[g]`` with a group index g — the copy is
+put on that operation's output η instead (one value per row: ``η_j + Z_j``), the reverse pass
+gives ``∂ℓ_j/∂η_j``, and the Jacobian of η_j is the same operation applied to φ's tangents:
+``X_j (∂β/∂θ)``, ``(∂a/∂θ)[g_j]`` (one matrix product or one gather for all rows and all
+coordinates). Which operations are linear in which input is said by small rules registered
+per operation type (:func:`linear_rule`); an operation without a rule leaves the model to
+forward mode.
 
 Why reverse mode is safe where it is used:
 
@@ -29,7 +38,10 @@ Why reverse mode is safe where it is used:
   ``None`` (use forward mode) when the proof fails. With row j a function of datum j alone,
   clipping each row to norm ≤ b (:func:`clipped_row_sum`) bounds the sum's sensitivity by 2b.
 * *Correctness.* Every θ-dependent float tensor that enters a per-datum operation is
-  replaced by a copy, so no θ-path bypasses them. An entry of ∂φ/∂θ that was zero at the
+  replaced by a copy (or that operation's output is), so no θ-path bypasses them. A linear
+  rule's claim is what makes the operation applied to φ's tangents its Jacobian: a wrong
+  rule would give wrong gradients, never mixed rows (the proof above is made on the graph
+  that runs, rule output included). An entry of ∂φ/∂θ that was zero at the
   public points but is not at the current θ (``max(θ, 1)``, a switch) would be dropped: the
   compiled function also returns the largest such entry (:attr:`ReverseColumns.dropped`),
   and the caller recomputes in forward mode when it is not zero.
@@ -40,6 +52,7 @@ The choice between the two never reads data: it depends on the graph's structure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,15 +64,79 @@ from pytensor.gradient import grad as pt_grad
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pymc_dp.row_locality import is_row_local
 
 __all__ = [
-    "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "reverse_columns"
+    "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "linear_rule",
+    "reverse_columns",
 ]
 
 _FLOATS = ("float16", "float32", "float64")
+
+# Above this many coordinates the rows Bᵀ∇ℓ_j of reverse mode's elementwise part are formed as
+# one (n, d) product instead of d² fused products (see _in_basis).
+_FUSED_BASIS_DIM = 12
+
+# Copies of a linear operation's output make every datum's gradient an (n, d) matrix written
+# by a matrix product or a gather. Above this many coordinates forward mode's d passes over
+# n-vectors cost less (measured at n = 10⁵ on a hierarchical model with 26 groups: 25 ms
+# against 10 ms, where glibc returns the freed matrices to the OS; 4.4 ms where it keeps them:
+# benchmarks/per_datum_gradients.py).
+_OUTPUT_COPIES_MAX_DIM = 12
+
+# ------------------------------------------------------------------ linear rules
+#: ``rule(node, i, tangents) -> Variable | None``: the output of ``node`` with its input
+#: ``i`` (a tensor φ computed from θ alone) replaced by ``tangents`` (φ's shape plus a
+#: trailing axis of length d), i.e. the Jacobian of the output along d directions, for an
+#: operation that is linear in input i with every other input read from the data alone.
+#: ``None`` when the rule does not cover this use of the operation.
+LinearRule = Callable[[object, int, Variable], Variable | None]
+_LINEAR_RULES: dict[type, LinearRule] = {}
+
+
+def linear_rule(*op_types: type):
+    """Register the rule for operations (by type; a ``Blockwise`` by its core op's type)
+    that are linear in one of their inputs. Reverse mode copies such an operation's output
+    per row and applies the rule to φ's tangents (module docstring)."""
+
+    def register(fn: LinearRule) -> LinearRule:
+        for op_type in op_types:
+            _LINEAR_RULES[op_type] = fn
+        return fn
+
+    return register
+
+
+def _linear_rule_for(op) -> LinearRule | None:
+    key = type(op.core_op) if isinstance(op, Blockwise) else type(op)
+    return _LINEAR_RULES.get(key)
+
+
+@linear_rule(Dot)
+def _matrix_product(node, i, tangents):
+    """``X @ φ`` (a design matrix, rows = data): the tangents' product ``X @ T``."""
+    x, phi = node.inputs
+    if i != 1 or x.ndim != 2 or phi.ndim not in (1, 2):
+        return None  # only the data's rows on the left; no batched products
+    d = tangents.shape[-1]
+    flat = pt.dot(x, tangents.reshape((phi.shape[0], -1)))  # (n, [m ·] d)
+    return flat.reshape((x.shape[0], *(phi.shape[k] for k in range(1, phi.ndim)), d))
+
+
+@linear_rule(AdvancedSubtensor)
+def _gather(node, i, tangents):
+    """``φ[g]`` (an integer index read from the data, on φ's first axis): ``T[g]``."""
+    if i != 0 or tuple(node.op.idx_list) != (0,) or len(node.inputs) != 2:
+        return None
+    if node.inputs[1].dtype not in ("int8", "int16", "int32", "int64", "uint8", "uint16",
+                                    "uint32", "uint64"):
+        return None  # a boolean mask selects rows: not one output row per datum
+    return node.op.make_node(tangents, node.inputs[1]).outputs[0]
 
 
 def forward_columns(
@@ -87,8 +164,9 @@ class ReverseColumns:
 
     Attributes
     ----------
-    columns : list of Variable
-        The d columns ``(∂ℓ_j/∂θ_k)_j``, each of shape (n,).
+    columns : list of Variable, or Variable
+        The d columns ``(∂ℓ_j/∂θ_k)_j``, each of shape (n,), or the (n, d) matrix of the rows
+        (when a matrix product or gather forms them, or d is large).
     dropped : Variable
         Scalar: the largest ``|∂φ_a/∂θ_k|`` over the entries left out (0 if none; NaN if
         one is not finite). A function of θ alone. The columns are exact when it is 0.
@@ -96,7 +174,7 @@ class ReverseColumns:
         How many Jacobian entries enter the columns.
     """
 
-    columns: list[Variable]
+    columns: list[Variable] | Variable
     dropped: Variable
     n_terms: int
 
@@ -108,6 +186,7 @@ def reverse_columns(
     n: int,
     points: list[np.ndarray],
     max_terms: int,
+    basis: Variable | None = None,
 ) -> ReverseColumns | None:
     """The d columns ``(∂ℓ_j/∂θ_k)_j`` by one reverse pass through per-row copies.
 
@@ -125,15 +204,18 @@ def reverse_columns(
         Public values of ``q`` at which ∂φ/∂θ is evaluated to find the entries to keep (an
         entry is kept if it is nonzero, or not finite, at any of them).
     max_terms : int
-        Use reverse mode only if at most this many Jacobian entries are kept (each is one
-        term per column in the compiled graph; a dense Jacobian is better in forward mode).
+        Use reverse mode only if at most this many Jacobian entries of the elementwise
+        frontier are kept (each is one term per column in the compiled graph; a dense
+        Jacobian is better in forward mode).
+    basis : Variable, optional
+        A (d, d) matrix B: the columns of the rows ``Bᵀ∇ℓ_j`` are returned instead.
 
     Returns
     -------
     ReverseColumns or None
         ``None`` when reverse mode does not apply: some tensor computed from θ alone meets
-        the data other than elementwise along the leading axis (a matrix product, an
-        index), the row-locality proof of the columns fails, or too many terms.
+        the data other than elementwise along the leading axis or through an operation with
+        a linear rule, the row-locality proof of the columns fails, or too many terms.
     """
     nodes = io_toposort(list(graph_inputs([per_datum])), [per_datum])
     reads_data, reads_q = set(data), {q}
@@ -143,16 +225,40 @@ def reverse_columns(
         if any(i in reads_q for i in node.inputs):
             reads_q.update(node.outputs)
     copies: dict[Variable, tuple[Variable, Variable]] = {}  # φ -> (Z, φ + Z)
+    outputs: list[tuple[Variable, Variable, object, int]] = []  # (Z, η, node, i): η + Z
     memo: dict[Variable, Variable] = {}
     for node in nodes:
         meets_data = any(o in reads_data for o in node.outputs)
+        # φ: an input computed from θ alone that meets the data here. (Integer and boolean
+        # tensors, e.g. PyMC's parameter checks, carry no gradient.)
+        frontier = [
+            i for i, x in enumerate(node.inputs)
+            if meets_data and x in reads_q and x not in reads_data and x.dtype in _FLOATS
+        ]
+        if frontier and not (
+            isinstance(node.op, Elemwise)
+            and all(node.inputs[i].ndim > 0 and node.inputs[i].type.broadcastable[0]
+                    for i in frontier)
+        ):
+            # Not broadcast along the rows: a copy of the output, if the operation is
+            # linear in φ with coefficients from the data alone (nothing else reads θ).
+            rule = _linear_rule_for(node.op)
+            if (
+                rule is None
+                or len(points[0]) > _OUTPUT_COPIES_MAX_DIM
+                or len(frontier) != 1
+                or len(node.outputs) != 1
+                or any(x in reads_q for k, x in enumerate(node.inputs) if k != frontier[0])
+            ):
+                return None
+            (eta,) = node.outputs
+            z = pt.tensor(dtype=eta.dtype, shape=(None, *eta.type.shape[1:]), name="row_copy")
+            outputs.append((z, eta, node, frontier[0]))
+            memo[eta] = eta + z
+            continue
         new_inputs = []
-        for x in node.inputs:
-            if meets_data and x in reads_q and x not in reads_data and x.dtype in _FLOATS:
-                # φ = x is computed from θ alone and meets the data here. (Integer and
-                # boolean tensors, e.g. PyMC's parameter checks, carry no gradient.)
-                if not (isinstance(node.op, Elemwise) and x.ndim > 0 and x.type.broadcastable[0]):
-                    return None
+        for i, x in enumerate(node.inputs):
+            if i in frontier:
                 if x not in copies:
                     z = pt.tensor(dtype=x.dtype, shape=(None, *x.type.shape[1:]), name="row_copy")
                     copies[x] = (z, x + z)
@@ -165,10 +271,10 @@ def reverse_columns(
             memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
         except Exception:  # the copies do not fit (e.g. the datum axis is not in front)
             return None
-    if not copies:
+    if not copies and not outputs:
         return None
-    frontier, pairs = zip(*copies.items())
-    zs = [z for z, _ in pairs]
+    frontier_phis = list(copies)
+    zs = [copies[phi][0] for phi in frontier_phis] + [z for z, *_ in outputs]
     row_inputs = {**{x: 0 for x in data}, **{z: 0 for z in zs}}
     copied = memo.get(per_datum, per_datum)
     # Prove the copied log-likelihood row-local before evaluating anything: then no φ reads
@@ -185,12 +291,86 @@ def reverse_columns(
         known_grads={copied: pt.ones((rows,), dtype=copied.dtype)},
         disconnected_inputs="ignore",
     )
-    partials = [r.reshape((rows, -1)) for r in row_grads]  # (n, p_φ): ∂ℓ_j/∂φ per row
-    # ∂φ/∂θ, (p_φ, d), from θ alone: φ has one row (its leading axis is broadcast).
+    dim = len(points[0])
+    partials = [r.reshape((rows, -1)) for r in row_grads[: len(frontier_phis)]]  # ∂ℓ_j/∂φ
+    kept = _kept_jacobians(frontier_phis, q, points)
+    if kept is None:
+        return None
+    jacobians, masks = kept
+    n_terms = int(sum(m.sum() for m in masks))
+    if outputs or dim > _FUSED_BASIS_DIM:
+        # An (n, d) matrix of rows: matrix products and gathers write it once, and the clip
+        # reads it row by row (d columns sliced from it would each stride over all of it).
+        jac = [pt.switch(m, j, 0.0) for j, m in zip(jacobians, masks)]  # kept entries only
+        parts = [
+            pt.dot(pt.concatenate(partials, axis=1), _times(pt.concatenate(jac, axis=0), basis))
+        ] if partials else []
+        for (_, eta, node, i), partial in zip(outputs, row_grads[len(frontier_phis):]):
+            phi = node.inputs[i]
+            tangents = _times(
+                jacobian(phi.reshape((-1,)), q, vectorize=True, disconnected_inputs="ignore"),
+                basis,
+            ).reshape((*phi.shape, dim))  # (∂φ/∂θ)B, from θ alone
+            jac_rows = _linear_rule_for(node.op)(node, i, tangents)
+            if jac_rows is None:
+                return None
+            # row j: Σ_m ∂ℓ_j/∂η_jm · ∂η_jm/∂θ, over η's entries m of row j
+            if eta.ndim == 1:
+                parts.append(partial[:, None] * jac_rows)
+            else:
+                parts.append(
+                    (partial.reshape((rows, -1))[:, :, None] * jac_rows.reshape((rows, -1, dim)))
+                    .sum(axis=1)
+                )
+        columns = sum(parts[1:], parts[0])
+
+    else:
+        if n_terms > max_terms:
+            return None
+        columns = []
+        for k in range(dim):
+            terms = [
+                partial[:, a] * j[a, k]
+                for partial, j, keep in zip(partials, jacobians, masks)
+                for a in np.flatnonzero(keep[:, k])
+            ]
+            columns.append(sum(terms[1:], terms[0]) if terms else pt.zeros((rows,), q.dtype))
+        if basis is not None:
+            columns = _in_basis(columns, basis)
+    # The proof that matters is about the graph that will run (with Z as per-datum inputs;
+    # Z = 0 after): the gradient operations are checked too, not assumed.
+    outs = columns if isinstance(columns, list) else [columns]
+    if not is_row_local(outs, row_inputs, n):
+        return None
+    likes = frontier_phis + [eta for _, eta, *_ in outputs]
+    zeros = {
+        z: pt.zeros((rows, *(like.shape[k] for k in range(1, like.ndim))), dtype=like.dtype)
+        for z, like in zip(zs, likes)
+    }
+    outs = graph_replace(outs, zeros, strict=False)
+    dropped_entries = [j[~m] for j, m in zip(jacobians, masks) if (~m).any()]
+    dropped = (
+        pt.max(pt.abs(pt.concatenate(dropped_entries)))
+        if dropped_entries
+        else pt.constant(0.0, dtype=q.dtype)
+    )
+    return ReverseColumns(list(outs) if isinstance(columns, list) else outs[0], dropped, n_terms)
+
+
+def _times(jac: Variable, basis: Variable | None) -> Variable:
+    return jac if basis is None else pt.dot(jac, basis)
+
+
+def _kept_jacobians(frontier, q, points):
+    """``∂φ/∂θ`` (p_φ, d) of each broadcast φ (a graph of θ alone: φ has one row), and the
+    masks of its entries not zero, or not finite, at any of the public points; ``None`` if
+    they cannot be evaluated there (e.g. a check on θ fails: forward mode)."""
     jacobians = [
         jacobian(phi.reshape((-1,)), q, vectorize=True, disconnected_inputs="ignore")
         for phi in frontier
     ]
+    if not jacobians:
+        return [], []
     kept = None  # NaN != 0, so a non-finite entry is kept
     try:
         evaluate = function([q], jacobians, on_unused_input="ignore")
@@ -198,46 +378,51 @@ def reverse_columns(
             for point in points:
                 at = [np.asarray(v) != 0 for v in evaluate(np.asarray(point, dtype=q.dtype))]
                 kept = at if kept is None else [a | b for a, b in zip(kept, at)]
-    except Exception:  # e.g. a check on θ fails at the public points: use forward mode
+    except Exception:
         return None
-    n_terms = int(sum(k.sum() for k in kept))
-    if n_terms > max_terms:
-        return None
-    columns = []
-    for k in range(len(points[0])):
-        terms = [
-            partial[:, a] * jac[a, k]
-            for partial, jac, keep in zip(partials, jacobians, kept)
-            for a in np.flatnonzero(keep[:, k])
-        ]
-        columns.append(sum(terms[1:], terms[0]) if terms else pt.zeros((rows,), dtype=q.dtype))
-    # The proof that matters is about the graph that will run (with Z as per-datum inputs;
-    # Z = 0 after): the gradient operations are checked too, not assumed.
-    if not is_row_local(columns, row_inputs, n):
-        return None
-    zeros = {
-        z: pt.zeros((rows, *(phi.shape[k] for k in range(1, phi.ndim))), dtype=phi.dtype)
-        for z, phi in zip(zs, frontier)
-    }
-    columns = graph_replace(columns, zeros, strict=False)
-    dropped_entries = [jac[~keep] for jac, keep in zip(jacobians, kept) if (~keep).any()]
-    dropped = (
-        pt.max(pt.abs(pt.concatenate(dropped_entries)))
-        if dropped_entries
-        else pt.constant(0.0, dtype=q.dtype)
-    )
-    return ReverseColumns(list(columns), dropped, n_terms)
+    return jacobians, kept
 
 
-def clipped_row_sum(columns: list[Variable], bound: Variable) -> Variable:
-    """``Σ_j clip_b(g_j)``, g_j the row j of the given d columns, clipped in ℓ2 norm.
+def _in_basis(columns: list[Variable], basis: Variable) -> list[Variable]:
+    """The columns of the rows ``Bᵀ ∇ℓ_j``: ``Σ_a ∂ℓ_j/∂θ_a · B[a, k]`` for each k.
+
+    Elementwise in the rows with public scalars, so PyTensor fuses them with the norm, the
+    clip and the sums of :func:`clipped_row_sum` (stacking an (n, d) matrix, multiplying it
+    by B and slicing it again cost about 2.5 times more at d = 10). The norm is taken of these
+    rows themselves, not computed as ``gᵀ(BBᵀ)g``: a row's contribution and its norm then come
+    from the same numbers, and no cancellation can make the norm smaller than the row that is
+    released. (Forward mode needs none of this: its products are taken along B's columns,
+    :func:`forward_columns`.)
+    """
+    d = len(columns)
+    if d > _FUSED_BASIS_DIM:
+        transformed = pt.stack(columns, axis=1) @ basis  # (n, d): row j is Bᵀ∇ℓ_j
+        return [transformed[:, k] for k in range(d)]
+    out = []
+    for k in range(d):
+        total = columns[0] * basis[0, k]
+        for a in range(1, d):
+            total = total + columns[a] * basis[a, k]
+        out.append(total)
+    return out
+
+
+def clipped_row_sum(columns: list[Variable] | Variable, bound: Variable) -> Variable:
+    """``Σ_j clip_b(g_j)``, g_j the row j of the given d columns (or of an (n, d) matrix),
+    clipped in ℓ2 norm.
 
     ``clip_b(g) = g · b / max(‖g‖, b)``, safe at g = 0; a row that is not finite (or whose
     squared norm overflows) contributes zero. Either way every row contributes a vector of
     norm ≤ b, so replacing one datum moves the sum by at most 2b (reference:
-    :func:`pymc_dp.kernels.clipping.clipped_vector_sum`). PyTensor fuses the norm, the
-    clipping and the d sums into loops over the data without forming the (n, d) matrix.
+    :func:`pymc_dp.kernels.clipping.clipped_vector_sum`). Given columns, PyTensor fuses the
+    norm, the clipping and the d sums into loops over the data without forming the (n, d)
+    matrix; given the matrix, each row's norm is taken of that row's own entries.
     """
+    if not isinstance(columns, list):
+        squared = pt.sum(columns**2, axis=1)
+        finite = pt.isfinite(squared)
+        scale = pt.switch(finite, bound / pt.maximum(pt.sqrt(squared), bound), 0.0)
+        return pt.sum(pt.switch(finite[:, None], columns * scale[:, None], 0.0), axis=0)
     squared = columns[0] ** 2
     for column in columns[1:]:
         squared = squared + column**2

@@ -233,7 +233,8 @@ def _intermediate_sizes(pmodel, q):
     "which, method",
     [
         ("normal", "reverse"),
-        ("regression", "forward"),
+        ("regression", "reverse"),  # through a copy of X @ β per row
+        ("index", "reverse"),  # through a copy of a[g] per row
         ("mvnormal", "reverse"),
         ("banana", "reverse"),
     ],
@@ -245,6 +246,9 @@ def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which, method)
     elif which == "regression":
         m, *_ = regression_model(n=500, p=4)
         width = 4  # X has 4 columns per datum
+    elif which == "index":
+        m = _index_model(n=500)
+        width = 1
     elif which == "mvnormal":
         m = correlated_gaussian(n=500, seed=0).model
         width = 2
@@ -274,6 +278,63 @@ def _index_model(n=80, seed=5):
     return m
 
 
+def _linear_outputs_data(n=90, seed=7):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 2)), rng.integers(0, 3, n), rng.normal(size=(n, 2))
+
+
+def _linear_outputs_model(n=90, seed=7, data=None):
+    # Two-column means from X @ W (W: a non-centred (2, 2) matrix) plus a (3, 2) matrix of
+    # group effects gathered by g: both linear operations have an (n, 2) output. d = 11.
+    x, groups, y = _linear_outputs_data(n, seed) if data is None else data
+    with pm.Model() as m:
+        X, g = pm.Data("X", x), pm.Data("g", groups)
+        scale = pm.HalfNormal("scale", 1.0)
+        W = pm.Deterministic("W", scale * pm.Normal("W_raw", 0, 1, shape=(2, 2)))
+        a = pm.Normal("a", 0, 1, shape=(3, 2))
+        pm.Normal("y", pt.dot(X, W) + a[g], 1, observed=y)
+    return m
+
+
+@pytest.mark.parametrize("extreme", [1e6, 1e300, np.inf])  # (inf: covariates only)
+def test_copies_of_linear_outputs_keep_sensitivity_two_bound(extreme):
+    # Issue 14: every datum's gradient through copies of X @ W and a[g] per row. Replacing
+    # one datum (its covariates, group and outcome) moves the clipped sum, in a basis, by at
+    # most 2b; a datum whose values are not finite contributes nothing; every sum is the
+    # rule of kernels.clipping applied to the rows times the basis.
+    rng = np.random.default_rng(21)
+    bound = 0.7
+    basis = np.linalg.qr(rng.normal(size=(11, 11)))[0] * rng.uniform(0.3, 3.0, 11)
+    sums = []
+    for variant in range(3):
+        X, g, y = _linear_outputs_data()
+        if variant == 1:  # the same datum replaced by an extreme one
+            X[5], g[5], y[5] = extreme, 2, -1e6
+        elif variant == 2:  # ... and by another group, covariates and outcome
+            X[5], g[5], y[5] = (-1e3, extreme), 0, (40.0, 1e6)
+        pmodel = PrivateModel(_linear_outputs_model(data=(X, g, y)))
+        pmodel.compile_gradients()
+        assert pmodel.gradient_method == "reverse"
+        q = pmodel.ravel(pmodel._initial_point) + 0.2
+        clipped = pmodel.clipped_gradient(q, bound, basis)[0]
+        rows, _, _ = pmodel.gradient_rows(q)
+        np.testing.assert_allclose(
+            clipped, clipped_vector_sum(rows @ basis, bound), rtol=1e-9, atol=1e-9
+        )
+        sums.append(clipped)
+    for other in sums[1:]:
+        assert np.linalg.norm(other - sums[0]) <= 2 * bound * (1 + 1e-12)
+
+
+def _two_index_model(n=80, seed=8):
+    rng = np.random.default_rng(seed)
+    with pm.Model() as m:
+        g, h = pm.Data("g", rng.integers(0, 3, n)), pm.Data("h", rng.integers(0, 2, n))
+        A = pm.Normal("A", 0, 1, shape=(3, 2))
+        pm.Normal("y", A[g, h], 1, observed=rng.normal(size=n))
+    return m
+
+
 def _elementwise_logit_model(n=80, seed=6):
     rng = np.random.default_rng(seed)
     with pm.Model() as m:
@@ -289,8 +350,12 @@ def _elementwise_logit_model(n=80, seed=6):
         (lambda: normal_model()[0], "reverse"),
         (_elementwise_logit_model, "reverse"),
         (lambda: banana(n=100, d=4, seed=1).model, "reverse"),
-        (lambda: regression_model()[0], "forward"),  # X @ β: a matrix product meets the data
-        (_index_model, "forward"),  # a[g]: an index meets the data
+        (lambda: regression_model()[0], "reverse"),  # X @ β: a copy of the product per row
+        (_index_model, "reverse"),  # a[g]: a copy of the gathered values per row
+        (_linear_outputs_model, "reverse"),  # both, with two columns and a transform
+        (_two_index_model, "forward"),  # A[g, h]: no linear rule for two indices
+        # X @ β with 13 coordinates: an (n, d) matrix costs more than forward mode
+        (lambda: regression_model(p=13)[0], "forward"),
     ],
 )
 def test_auto_uses_reverse_mode_where_it_applies_and_both_agree(build, method):
@@ -507,7 +572,7 @@ def test_errors_from_the_compiled_functions_do_not_show_data():
 def test_the_fused_basis_gives_the_stacked_products_rows(d, monkeypatch):
     # Issue 14: in reverse mode the rows Bᵀ∇ℓ_j are formed column by column and fused with
     # the clip instead of through an (n, d) product; the released sums are the same.
-    import pymc_dp.model as model_module
+    import pymc_dp.per_datum_gradients as model_module
 
     m = banana(n=300, d=d, seed=1).model
     q = PrivateModel(m).ravel(m.initial_point()) + 0.2
