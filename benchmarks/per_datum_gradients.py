@@ -76,27 +76,34 @@ def hierarchical(n, groups, seed):
     return types.SimpleNamespace(model=model)
 
 
-def _ms_per_call(fn, repeats, calls):
-    fn()  # warm-up
-    blocks = []
+def _interleaved_ms(fns, repeats, calls):
+    """CPU ms per call of each function: blocks of ``calls`` calls, the functions taking turns
+    block by block ``repeats`` times (so that a change in the machine's load hits all of them
+    alike). Returns, per function, (min, median) over its blocks."""
+    for fn in fns:
+        fn()  # warm-up
+    blocks = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.process_time()
-        for _ in range(calls):
-            fn()
-        blocks.append(1e3 * (time.process_time() - start) / calls)
-    return min(blocks)
+        for fn, times in zip(fns, blocks):
+            start = time.process_time()
+            for _ in range(calls):
+                fn()
+            times.append(1e3 * (time.process_time() - start) / calls)
+    return [(min(t), float(np.median(t))) for t in blocks]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=100)
     args = parser.parse_args(argv)
     cases = [
         ("flat banana d=2", banana(n=args.n, d=2, seed=0)),
         ("flat banana d=10", banana(n=args.n, d=10, seed=0)),
+        ("flat banana d=30", banana(n=args.n, d=30, seed=0)),
         ("logistic regression d=10", logistic_regression(args.n, 10, 0)),
+        ("hierarchical d=10", hierarchical(args.n, 6, 0)),
         ("hierarchical d=30", hierarchical(args.n, 26, 0)),
     ]
     for label, bm in cases:
@@ -110,19 +117,29 @@ def main(argv=None):
             [reference._q, *reference._placeholders], summed_graph, on_unused_input="ignore"
         )
         q = reference.ravel(point)
-        summed = _ms_per_call(
-            lambda: summed_fn(q, *reference._data_values), args.repeats, args.calls
-        )
-        row = [f"{label}, n={args.n}: summed gradient {summed:.3f} ms"]
+        # every datum's gradient in a d×d basis, as the warm-up's metric gives it
+        basis = np.linalg.qr(np.random.default_rng(0).normal(size=(q.size, q.size)))[0]
+        fns, names = [lambda: summed_fn(q, *reference._data_values)], ["summed"]
         for method in ("reverse", "forward"):
             pmodel = PrivateModel(model)
             try:
                 pmodel.compile_gradients(method)
             except ValueError:
+                continue
+            fns.append(lambda pmodel=pmodel: pmodel.clipped_gradient(q, 1.0, basis))
+            names.append(method)
+        times = dict(zip(names, _interleaved_ms(fns, args.repeats, args.calls)))
+        summed = times.pop("summed")
+        row = [f"{label}, n={args.n}: summed gradient {summed[0]:.3f} / {summed[1]:.3f} ms"]
+        for method in ("reverse", "forward"):
+            if method not in times:
                 row.append(f"{method} n/a")
                 continue
-            ms = _ms_per_call(lambda: pmodel.clipped_gradient(q, 1.0), args.repeats, args.calls)
-            row.append(f"{method} {ms:.3f} ms (ratio {ms / summed:.2f})")
+            (lo, med) = times[method]
+            row.append(
+                f"{method} {lo:.3f} / {med:.3f} ms "
+                f"(ratio {lo / summed[0]:.2f} / {med / summed[1]:.2f})"
+            )
         print("; ".join(row), flush=True)
 
 

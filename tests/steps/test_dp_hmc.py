@@ -221,16 +221,38 @@ def test_same_seed_same_draws(conjugate):
     assert not np.array_equal(runs[0].posterior["mu"], runs[2].posterior["mu"])
 
 
-def test_the_gradient_method_does_not_change_the_chain():
-    # Reverse mode (chosen for the banana) and forward mode compute the same per-datum
-    # gradients up to rounding: with one seed the chains agree to rounding, with binding
-    # clips and real noise.
+def _banana(d):
     from pymc_dp.benchmark_models import banana
 
-    bm = banana(n=500, d=3, seed=1)
+    bm = banana(n=500, d=d, seed=1)
+    return bm.model, {"theta": bm.true_theta}, "theta"
+
+
+def _regression_with_groups():
+    # X @ β and a[g]: reverse mode through per-row copies of both outputs (issue 14)
+    rng = np.random.default_rng(5)
+    n, groups = 500, 4
+    X, g = rng.normal(size=(n, 3)), rng.integers(0, groups, n)
+    y = X @ np.array([0.5, -1.0, 0.2]) + np.array([0.3, -0.2, 0.0, 0.1])[g] + rng.normal(size=n)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 2, shape=3)
+        a = pm.Normal("a", 0, 1, shape=groups)
+        pm.Normal("y", pm.Data("X", X) @ beta + a[pm.Data("g", g)], 1.0, observed=y)
+    return model, {"beta": np.array([0.5, -1.0, 0.2]), "a": np.zeros(groups)}, "beta"
+
+
+@pytest.mark.parametrize(
+    "build", [lambda: _banana(3), lambda: _banana(8), _regression_with_groups],
+    ids=["banana-3", "banana-8", "regression-groups"],
+)
+def test_the_gradient_method_does_not_change_the_chain(build):
+    # Reverse mode (per-row copies; d² products per row at d = 3, an (n, d) matrix at d = 8
+    # and through X @ β and a[g]) and forward mode compute the same per-datum gradients up
+    # to rounding: with one seed the chains agree to rounding, with binding clips and noise.
     draws = {}
     for method in ("reverse", "forward"):
-        with bm.model:
+        model, initvals, name = build()
+        with model:
             step = DPHMC(
                 eps=4.0, grad_clip=2.0, loglik_clip=2.0, n_steps=4, step_size=0.01, chains=1
             )
@@ -238,9 +260,9 @@ def test_the_gradient_method_does_not_change_the_chain():
             assert step.private_model.gradient_method == method
             idata = pymc_dp.sample(
                 step=step, draws=80, tune=20, chains=1, random_seed=11,
-                initvals={"theta": bm.true_theta}, **SAMPLE,
+                initvals=initvals, **SAMPLE,
             )
-        draws[method] = idata.posterior["theta"].values
+        draws[method] = idata.posterior[name].values
     assert np.ptp(draws["forward"][..., 0]) > 0  # the chain moved
     np.testing.assert_allclose(draws["reverse"], draws["forward"], rtol=0, atol=1e-9)
 
