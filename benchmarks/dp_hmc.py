@@ -29,8 +29,12 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     every datum's gradient taken in the warm-up's metric (a d×d basis, since the private
     warm-up exists): banana d = 10 4.42 / 4.37 in reverse mode (its d columns combined with
     the basis, d² products a row) and 2.09 / 1.85 with ``--gradients forward`` (products
-    along the basis' columns). "auto" still picks reverse mode where it applies; the figures
-    below are from before the basis.
+    along the basis' columns). Since the later 2026-11-26 commit that forms reverse mode's
+    rows above d = 6 as one (n, d) matrix product: 1.48 / 1.81 with ``OMP_NUM_THREADS=1``, and
+    0.82 / 3.12 with BLAS on both cores (its repeats ranged from 8.5 to 151 ms an iteration:
+    the matrix's memory is handed out afresh by glibc on some calls and not on others; two of
+    the five single-thread repeats took 90 ms against 19–24). The figures below are from
+    before the basis.
 
     Run to completion on a quiet machine (CPU, min / median of 5 repeats): banana d = 2
     1.05 / 0.97, banana d = 10 1.82 / 1.56, regression d = 10 0.67 / 0.66; an earlier run

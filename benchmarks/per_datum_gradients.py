@@ -2,39 +2,58 @@
 
 For each model, the CPU milliseconds of one call of
 :meth:`pymc_dp.model.PrivateModel.clipped_gradient` with per-datum gradients by reverse mode
-(where :mod:`pymc_dp.row_locality` proves it applies) and by forward mode, and of one call of
-the gradient of the summed log-likelihood compiled from the same graph with the data as
-inputs (what a non-private gradient method needs; ``model.compile_dlogp()`` would fold a
-NumPy-constant data set into sufficient statistics and time something else), all in one
-process: the minimum over ``--repeats`` blocks of ``--calls`` calls, and the ratio to the
-summed gradient. ``dp_hmc.py speed`` measures what matters to a user (whole DPHMC
-iterations against ``pm.HamiltonianMC``); this script shows where the time goes.
+(``compile_gradients("reverse")``: where :mod:`pymc_dp.row_locality` proves it applies,
+including the copies of ``X @ β`` and ``a[g]`` that "auto" does not make) and by forward mode,
+and of one call of the gradient of the summed log-likelihood compiled from the same graph
+with the data as inputs (what a non-private gradient method needs; ``model.compile_dlogp()``
+would fold a NumPy-constant data set into sufficient statistics and time something else),
+all in one process: blocks of ``--calls`` calls, the three functions taking turns block by
+block ``--repeats`` times; min / median over the blocks, and the ratios to the summed
+gradient. Every datum's gradient is taken in a d×d basis, as the warm-up's metric gives it.
+``dp_hmc.py speed`` measures what matters to a user (whole DPHMC iterations against
+``pm.HamiltonianMC``); this script shows where the time goes. ``--realistic`` runs the
+models of ``realistic_models.py`` instead.
 
-Run on 2026-11-26 (2 cores, load average about 1; n = 10⁵; CPU ms, min of 5 blocks; ratio
-to summed; every datum's gradient in a d×d basis, as the warm-up's metric gives it):
+Run on 2026-11-26 (2 cores, load average about 1, BLAS on both cores; n = 10⁵; CPU ms, min /
+median of 5 blocks; the ratio of the minima to the summed gradient's):
 
-==========================  =======  =============  =============
-model                       summed   reverse        forward
-==========================  =======  =============  =============
-flat banana d = 2           0.062    0.496 (7.94)   0.546 (8.75)
-flat banana d = 10          0.281    5.271 (18.78)  2.707 (9.65)
-logistic regression d = 10  1.362    n/a            8.384 (6.16)
-hierarchical d = 30         0.162    n/a            9.989 (61.85)
-==========================  =======  =============  =============
+==========================  ============  =====================  ======================
+model                       summed        reverse                forward
+==========================  ============  =====================  ======================
+flat banana d = 2           0.064 / 0.064 0.484 / 0.492 (7.5)    0.448 / 0.451 (7.0)
+flat banana d = 10          0.288 / 0.295 4.859 / 6.829 (16.9)   3.426 / 3.492 (11.9)
+flat banana d = 30          0.518 / 0.530 53.18 / 53.70 (103)    17.54 / 17.96 (33.9)
+logistic regression d = 10  2.664 / 3.331 5.507 / 6.371 (2.07)   15.02 / 16.05 (5.64)
+hierarchical d = 10         0.166 / 0.170 1.280 / 1.282 (7.71)   2.668 / 2.685 (16.1)
+hierarchical d = 30         0.173 / 0.175 n/a                    10.80 / 10.88 (62.4)
+==========================  ============  =====================  ======================
 
-These are far from the target of issue 14 (≤ 2.5 times the summed gradient at d = 2, 10,
-30). The summed gradients are cheap because PyTensor rewrites them into sums of the data
-(the banana: Σ_j (x_j − μ) = Σ_j x_j − nμ); clipping needs each row's gradient and norm.
-Every datum's gradient is taken in the warm-up's metric (``Bᵀ∇ℓ_j``, B public): forward
-mode takes its d products along B's columns (the rows come out in B's coordinates; until
-2026-11-26 an (n, d) matrix was stacked and multiplied by B, and the same run gave 27.24,
-26.70 and 78.26 ms for the last three rows); reverse mode combines its d columns with B's
-entries, d² products a row fused with the clip, which at d = 10 costs more than forward
-mode's d passes. The same run with glibc keeping freed blocks for reuse
-(``MALLOC_MMAP_THRESHOLD_``, ``docs/private-mcmc.md``) gave the same figures within 0.1 ms
-but for the banana at d = 2 (forward 0.436 ms).
+``--realistic`` (same run, ``--calls 20``), reverse / forward, min / min: linear d = 6
+3.90 / 1.20, logistic d = 5 4.35 / 3.05, hierarchical d = 10 1.08 / 2.15, Poisson d = 4
+4.19 / 1.56, Student-t d = 5 5.68 / 3.36, mixture d = 5 2.89 / 19.76, censored d = 3 4.13 /
+4.17, MvNormal rows d = 5 n/a / 256.7 (102 times the summed gradient), deterministics d = 2
+0.66 / 0.62, negative binomial d = 5 5.39 / 8.16, Gamma d = 5 1.86 / 3.40, logistic_wide
+d = 11 17.59 / 9.46, hier_slope d = 21 n/a / 6.20.
 
-Usage: ``python benchmarks/per_datum_gradients.py [--n 100000] [--repeats 5] [--calls 200]``.
+The target of issue 14 (≤ 2.5 times the summed gradient at d = 2, 10, 30) is met only by the
+logistic regression at d = 10, in reverse mode through a copy of ``X @ β`` per row. The
+summed gradients are cheap because PyTensor rewrites them into sums of the data (the banana:
+Σ_j (x_j − μ) = Σ_j x_j − nμ); clipping needs each row's gradient and norm, in the warm-up's
+metric (``Bᵀ∇ℓ_j``): d numbers a row, O(n·d) against O(n).
+
+Why "auto" does not copy ``X @ β`` or ``a[g]``: these figures move by 2–6 times with how
+glibc hands out memory for the (n, d) arrays (fresh pages from the OS on every call, or
+reused blocks) and with BLAS threads. Measured in one process on one core (wall time,
+scratch scripts, not in the repository) the same copies gave 0.47–0.61 of forward mode's
+time on the hierarchical and logistic models and 1.0 on Student-t, but 7.8 on the Gaussian
+regression; the run above gives 0.5 on the hierarchical model and 1.3–1.9 on the logistic
+regressions with an intercept. Nothing public tells in advance which side a model falls
+on, so the copies are an option (``compile_gradients("reverse")``), not the default. For
+the same reason the banana's rows at d > 6 are one (n, d) matrix product (on one core:
+1.8 against 2.7 ms forward at d = 10, 9.4 against 16.5 at d = 30) that loses on two cores
+in CPU time above (until 2026-11-26 they were d² products per row: 5.27 ms at d = 10).
+
+Usage: ``python benchmarks/per_datum_gradients.py [--n 100000] [--repeats 5] [--calls 100] [--realistic]``.
 """
 
 from __future__ import annotations
@@ -97,21 +116,35 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument(
+        "--realistic", action="store_true",
+        help="the models of realistic_models.py instead (their simulated data at --n)",
+    )
     args = parser.parse_args(argv)
-    cases = [
-        ("flat banana d=2", banana(n=args.n, d=2, seed=0)),
-        ("flat banana d=10", banana(n=args.n, d=10, seed=0)),
-        ("flat banana d=30", banana(n=args.n, d=30, seed=0)),
-        ("logistic regression d=10", logistic_regression(args.n, 10, 0)),
-        ("hierarchical d=10", hierarchical(args.n, 6, 0)),
-        ("hierarchical d=30", hierarchical(args.n, 26, 0)),
-    ]
+    if args.realistic:
+        import realistic_models
+
+        cases = [
+            (name, types.SimpleNamespace(model=realistic_models._build(name, 0, args.n, 13)))
+            for name in realistic_models.MODELS
+        ]
+    else:
+        cases = [
+            ("flat banana d=2", banana(n=args.n, d=2, seed=0)),
+            ("flat banana d=10", banana(n=args.n, d=10, seed=0)),
+            ("flat banana d=30", banana(n=args.n, d=30, seed=0)),
+            ("logistic regression d=10", logistic_regression(args.n, 10, 0)),
+            ("hierarchical d=10", hierarchical(args.n, 6, 0)),
+            ("hierarchical d=30", hierarchical(args.n, 26, 0)),
+        ]
     for label, bm in cases:
         model = bm.model
         point = model.initial_point()
         if hasattr(bm, "true_theta"):
             point["theta"] = np.asarray(bm.true_theta, dtype=float) + 0.01
         reference = PrivateModel(model)
+        if args.realistic:
+            label = f"{label} d={reference.dim}"
         summed_graph = pt_grad(reference._per_datum_graph.sum(), reference._q)
         summed_fn = pm_compile(
             [reference._q, *reference._placeholders], summed_graph, on_unused_input="ignore"

@@ -1096,10 +1096,15 @@ class PrivateModel:
         ----------
         method : {"auto", "reverse", "forward"}
             How per-datum gradients are computed (:mod:`pymc_dp.per_datum_gradients`).
-            ``"auto"`` (default) uses reverse mode through per-row copies where the
-            structure of the model's graph proves it keeps rows apart and it needs few
-            terms, else forward mode (one pass per coordinate of θ). The choice reads no
-            data. Stored in :attr:`gradient_method`.
+            ``"auto"`` (default) uses reverse mode through per-row copies of the parameter
+            tensors broadcast along the rows where the structure of the model's graph
+            proves it keeps rows apart (and, with up to 6 coordinates, it needs few terms),
+            else forward mode (one pass per coordinate of θ). ``"reverse"`` also copies the
+            outputs of ``X @ β`` and ``a[g]`` per row (up to 12 coordinates): from half of
+            forward mode's time to several times it, depending on the model and on the
+            memory allocator (``benchmarks/per_datum_gradients.py``), which is why "auto"
+            does not.
+            The choice reads no data. Stored in :attr:`gradient_method`.
 
         Raises
         ------
@@ -1116,9 +1121,10 @@ class PrivateModel:
         if method == "reverse" and chosen != "reverse":
             raise ValueError(
                 "Reverse-mode per-datum gradients do not apply to this model: a parameter "
-                "tensor meets the data other than elementwise along the datum axis, the "
-                "graph's structure does not prove that rows stay apart, or the parameters' "
-                "Jacobian is too dense. Use method='forward' (or 'auto')."
+                "tensor meets the data other than elementwise along the datum axis or "
+                "through X @ β or a[g] (with at most 12 coordinates), the graph's structure "
+                "does not prove that rows stay apart, or the parameters' Jacobian is too "
+                "dense. Use method='forward' (or 'auto')."
             )
         if may_fall_back and self._forward_gradient_fn is None:
             # Compiled now, not in the middle of a chain (see clipped_gradient), and before
@@ -1145,7 +1151,8 @@ class PrivateModel:
         always available; a ``pm.Data`` design matrix entering through ``X @ β`` costs about
         one pass, as ``X @ e_k`` is rewritten to ``X[:, k]``). ``"reverse"`` or ``"auto"``:
         one reverse pass through per-row copies of the parameter tensors that meet the data
-        where :func:`~pymc_dp.per_datum_gradients.reverse_columns` proves it applies, else
+        (``"reverse"`` also of the outputs of linear operations, ``X @ β``, ``a[g]``) where
+        :func:`~pymc_dp.per_datum_gradients.reverse_columns` proves it applies, else
         forward mode. Neither has an (n, n) intermediate or a loop or scan over data.
         ``dropped`` (a function of θ alone) is 0 unless a Jacobian entry that reverse mode
         left out is not zero at θ; :meth:`clipped_gradient` then uses forward mode.
@@ -1167,6 +1174,9 @@ class PrivateModel:
                         self._public_points(3, 0.3),
                         max_terms=max(16, 4 * self.dim),
                         basis=basis,  # the columns of the rows Bᵀ∇ℓ_j
+                        # Through X @ β or a[g] only when asked: from 0.5 to several times
+                        # forward mode's time, and nothing public tells which in advance.
+                        linear_outputs=method == "reverse",
                     )
                 except Exception:
                     reverse = None  # forward mode says whether the model has gradients at all

@@ -27,7 +27,9 @@ gives ``∂ℓ_j/∂η_j``, and the Jacobian of η_j is the same operation appli
 ``X_j (∂β/∂θ)``, ``(∂a/∂θ)[g_j]`` (one matrix product or one gather for all rows and all
 coordinates). Which operations are linear in which input is said by small rules registered
 per operation type (:func:`linear_rule`); an operation without a rule leaves the model to
-forward mode.
+forward mode. These copies are made only when reverse mode is asked for
+(``PrivateModel.compile_gradients("reverse")``): they are faster than forward mode on some
+models and slower on others (``benchmarks/per_datum_gradients.py``).
 
 Why reverse mode is safe where it is used:
 
@@ -69,7 +71,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-from pymc_dp.row_locality import is_row_local
+from pymc_dp.row_locality import datum_axes, is_row_local
 
 __all__ = [
     "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "linear_rule",
@@ -87,8 +89,7 @@ _FUSED_BASIS_DIM = 6
 # Copies of a linear operation's output make every datum's gradient an (n, d) matrix written
 # by a matrix product or a gather. Above this many coordinates forward mode's d passes over
 # n-vectors cost less (measured at n = 10⁵ on a hierarchical model with 26 groups: 25 ms
-# against 10 ms, where glibc returns the freed matrices to the OS; 4.4 ms where it keeps them:
-# benchmarks/per_datum_gradients.py).
+# against 10 ms, where glibc returns the freed matrices to the OS; 4.4 ms where it keeps them).
 _OUTPUT_COPIES_MAX_DIM = 12
 
 # ------------------------------------------------------------------ linear rules
@@ -189,6 +190,7 @@ def reverse_columns(
     points: list[np.ndarray],
     max_terms: int,
     basis: Variable | None = None,
+    linear_outputs: bool = True,
 ) -> ReverseColumns | None:
     """The d columns ``(∂ℓ_j/∂θ_k)_j`` by one reverse pass through per-row copies.
 
@@ -206,11 +208,15 @@ def reverse_columns(
         Public values of ``q`` at which ∂φ/∂θ is evaluated to find the entries to keep (an
         entry is kept if it is nonzero, or not finite, at any of them).
     max_terms : int
-        Use reverse mode only if at most this many Jacobian entries of the elementwise
-        frontier are kept (each is one term per column in the compiled graph; a dense
-        Jacobian is better in forward mode).
+        Where the rows are formed column by column (d ≤ 6, no linear outputs), use reverse
+        mode only if at most this many Jacobian entries are kept (each is one term per
+        column in the compiled graph; a dense Jacobian is better in forward mode). An (n, d)
+        matrix of rows takes one matrix product whatever the number of entries.
     basis : Variable, optional
         A (d, d) matrix B: the columns of the rows ``Bᵀ∇ℓ_j`` are returned instead.
+    linear_outputs : bool
+        Whether to copy the outputs of operations with a linear rule (``X @ β``, ``a[g]``);
+        without, such a model gets ``None``.
 
     Returns
     -------
@@ -244,7 +250,7 @@ def reverse_columns(
         ):
             # Not broadcast along the rows: a copy of the output, if the operation is
             # linear in φ with coefficients from the data alone (nothing else reads θ).
-            rule = _linear_rule_for(node.op)
+            rule = _linear_rule_for(node.op) if linear_outputs else None
             if (
                 rule is None
                 or len(points[0]) > _OUTPUT_COPIES_MAX_DIM
@@ -254,6 +260,8 @@ def reverse_columns(
             ):
                 return None
             (eta,) = node.outputs
+            if not _leads_with_rows(eta, data, n):
+                return None  # η must have one row per datum, on its first axis
             z = pt.tensor(dtype=eta.dtype, shape=(None, *eta.type.shape[1:]), name="row_copy")
             outputs.append((z, eta, node, frontier[0]))
             memo[eta] = eta + z
@@ -304,9 +312,20 @@ def reverse_columns(
         # An (n, d) matrix of rows: matrix products and gathers write it once, and the clip
         # reads it row by row (d columns sliced from it would each stride over all of it).
         jac = [pt.switch(m, j, 0.0) for j, m in zip(jacobians, masks)]  # kept entries only
-        parts = [
-            pt.dot(pt.concatenate(partials, axis=1), _times(pt.concatenate(jac, axis=0), basis))
-        ] if partials else []
+        parts = []
+        if partials:
+            coefficients = _times(pt.concatenate(jac, axis=0), basis)  # (Σ p_φ, d)
+            singles = [p[:, a] for p, m in zip(partials, masks) for a in range(m.shape[0])]
+            if outputs and len(singles) <= _FUSED_BASIS_DIM:
+                # a few broadcast products, fused with the gathers and the clip: no (n, d)
+                # product is written to memory (it cost 4× forward mode on a hierarchical
+                # model, where glibc hands each call fresh pages)
+                part = singles[0][:, None] * coefficients[None, 0]
+                for a in range(1, len(singles)):
+                    part = part + singles[a][:, None] * coefficients[None, a]
+                parts.append(part)
+            else:
+                parts.append(pt.dot(pt.concatenate(partials, axis=1), coefficients))
         for (_, eta, node, i), partial in zip(outputs, row_grads[len(frontier_phis):]):
             phi = node.inputs[i]
             tangents = _times(
@@ -317,15 +336,14 @@ def reverse_columns(
             if jac_rows is None:
                 return None
             # row j: Σ_m ∂ℓ_j/∂η_jm · ∂η_jm/∂θ, over η's entries m of row j
-            if eta.ndim == 1:
-                parts.append(partial[:, None] * jac_rows)
+            if all(k == 1 for k in eta.type.shape[1:]):  # one value per row: (n,), (n, 1)
+                parts.append(partial.reshape((rows, 1)) * jac_rows.reshape((rows, dim)))
             else:
                 parts.append(
                     (partial.reshape((rows, -1))[:, :, None] * jac_rows.reshape((rows, -1, dim)))
                     .sum(axis=1)
                 )
         columns = sum(parts[1:], parts[0])
-
     else:
         if n_terms > max_terms:
             return None
@@ -357,6 +375,17 @@ def reverse_columns(
         else pt.constant(0.0, dtype=q.dtype)
     )
     return ReverseColumns(list(outs) if isinstance(columns, list) else outs[0], dropped, n_terms)
+
+
+def _leads_with_rows(x: Variable, data: list[Variable], n: int) -> bool:
+    """Whether the proof of row locality puts the datum axis of ``x`` first (a tensor that
+    reads only the data's shape, or is broadcast along its first axis, has no datum axis)."""
+    if x.type.broadcastable[0]:
+        return False
+    try:
+        return datum_axes([x], {v: 0 for v in data}, n).get(x) == 0
+    except Exception:  # not row-local: the copy cannot be made
+        return False
 
 
 def _times(jac: Variable, basis: Variable | None) -> Variable:

@@ -221,7 +221,6 @@ def _intermediate_sizes(pmodel, q):
         linker=VMLinker(allow_gc=False, use_cloop=False, callback=record, c_thunks=False),
         optimizer="fast_run",
     ).excluding("fusion")
-    pmodel.compile_gradients()
     inputs, outputs, _ = pmodel._clipped_gradient_graph(pmodel.gradient_method)
     fn = pytensor.function(inputs, outputs, mode=mode)
     result = fn(q, np.float64(1.0), np.eye(pmodel.dim), *pmodel._data_values)
@@ -233,8 +232,9 @@ def _intermediate_sizes(pmodel, q):
     "which, method",
     [
         ("normal", "reverse"),
-        ("regression", "reverse"),  # through a copy of X @ β per row
-        ("index", "reverse"),  # through a copy of a[g] per row
+        ("regression", "forward"),
+        ("regression", "reverse"),  # asked for: through a copy of X @ β per row
+        ("index", "reverse"),  # asked for: through a copy of a[g] per row
         ("mvnormal", "reverse"),
         ("banana", "reverse"),
     ],
@@ -256,6 +256,7 @@ def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which, method)
         m = banana(n=500, d=10, seed=0).model
         width = 10
     pmodel = PrivateModel(m)
+    pmodel.compile_gradients("reverse" if which in ("regression", "index") else "auto")
     n, d = pmodel.n_data, pmodel.dim
     q = pmodel.ravel(m.initial_point()) + 0.1
     sizes = _intermediate_sizes(pmodel, q)
@@ -263,7 +264,14 @@ def test_one_vectorised_pass_without_scan_or_n_by_n_intermediates(which, method)
     # Nothing bigger than the data or the (n, d) Jacobian; an (n, n) array would be 250000.
     assert largest <= n * max(d, width), sorted(sizes, reverse=True)[:5]
     # The compiled production function has no Scan (no loop over data).
-    assert pmodel.gradient_method == method  # "auto" picks reverse mode where it applies
+    if which == "regression" and method == "forward":
+        pmodel = PrivateModel(m)
+        pmodel.compile_gradients()
+        assert pmodel.gradient_method == "forward"
+        sizes = _intermediate_sizes(pmodel, q)
+        assert max(s for s, *_ in sizes) <= n * max(d, width)
+    else:
+        assert pmodel.gradient_method == method  # "auto" picks reverse mode where it applies
     ops = [node.op for node in pmodel._gradient_fn.maker.fgraph.apply_nodes]
     assert not any(isinstance(op, Scan) for op in ops)
 
@@ -313,7 +321,7 @@ def test_copies_of_linear_outputs_keep_sensitivity_two_bound(extreme):
         elif variant == 2:  # ... and by another group, covariates and outcome
             X[5], g[5], y[5] = (-1e3, extreme), 0, (40.0, 1e6)
         pmodel = PrivateModel(_linear_outputs_model(data=(X, g, y)))
-        pmodel.compile_gradients()
+        pmodel.compile_gradients("reverse")
         assert pmodel.gradient_method == "reverse"
         q = pmodel.ravel(pmodel._initial_point) + 0.2
         clipped = pmodel.clipped_gradient(q, bound, basis)[0]
@@ -335,6 +343,17 @@ def _two_index_model(n=80, seed=8):
     return m
 
 
+def _row_free_linear_output_model(n=30, seed=9):
+    # Found by the review of the linear rules: ones((1, p)) @ W reads only the data's shape,
+    # so its output has no datum axis; a copy per row would not fit it.
+    rng = np.random.default_rng(seed)
+    with pm.Model() as m:
+        X = pm.Data("X", rng.normal(size=(n, 2)))
+        W = pm.Normal("W", 0, 1, shape=(2, 3))
+        pm.Normal("y", pt.dot(pt.ones((1, X.shape[1])), W), 1, observed=rng.normal(size=(n, 3)))
+    return m
+
+
 def _elementwise_logit_model(n=80, seed=6):
     rng = np.random.default_rng(seed)
     with pm.Model() as m:
@@ -350,12 +369,8 @@ def _elementwise_logit_model(n=80, seed=6):
         (lambda: normal_model()[0], "reverse"),
         (_elementwise_logit_model, "reverse"),
         (lambda: banana(n=100, d=4, seed=1).model, "reverse"),
-        (lambda: regression_model()[0], "reverse"),  # X @ β: a copy of the product per row
-        (_index_model, "reverse"),  # a[g]: a copy of the gathered values per row
-        (_linear_outputs_model, "reverse"),  # both, with two columns and a transform
-        (_two_index_model, "forward"),  # A[g, h]: no linear rule for two indices
-        # X @ β with 13 coordinates: an (n, d) matrix costs more than forward mode
-        (lambda: regression_model(p=13)[0], "forward"),
+        (lambda: regression_model()[0], "forward"),  # X @ β: a matrix product meets the data
+        (_index_model, "forward"),  # a[g]: an index meets the data
     ],
 )
 def test_auto_uses_reverse_mode_where_it_applies_and_both_agree(build, method):
@@ -363,6 +378,38 @@ def test_auto_uses_reverse_mode_where_it_applies_and_both_agree(build, method):
     pmodel = PrivateModel(m)
     pmodel.compile_gradients()
     assert pmodel.gradient_method == method
+    _agrees_with_forward_mode(m, pmodel)
+
+
+@pytest.mark.parametrize(
+    "build, applies",
+    [
+        (lambda: regression_model()[0], True),  # X @ β: a copy of the product per row
+        (_index_model, True),  # a[g]: a copy of the gathered values per row
+        (_linear_outputs_model, True),  # both, with two columns and a transform
+        (_two_index_model, False),  # A[g, h]: no linear rule for two indices
+        (_row_free_linear_output_model, False),  # the product has no datum axis
+        # X @ β with 13 coordinates: an (n, d) matrix costs more than forward mode
+        (lambda: regression_model(p=13)[0], False),
+    ],
+)
+def test_reverse_mode_through_copies_of_linear_outputs_agrees_with_forward_mode(build, applies):
+    # Issue 14: asked for, reverse mode copies the outputs of X @ β and a[g] per row.
+    m = build()
+    pmodel = PrivateModel(m)
+    if not applies:
+        with pytest.raises(ValueError, match="do not apply"):
+            pmodel.compile_gradients("reverse")
+        pmodel.compile_gradients()
+        assert pmodel.gradient_method == "forward"
+        pmodel.clipped_gradient(pmodel.ravel(m.initial_point()), 1.0)  # runs
+        return
+    pmodel.compile_gradients("reverse")
+    assert pmodel.gradient_method == "reverse"
+    _agrees_with_forward_mode(m, pmodel)
+
+
+def _agrees_with_forward_mode(m, pmodel):
     reference = PrivateModel(m)
     reference.compile_gradients("forward")
     q = pmodel.ravel(m.initial_point()) + 0.05
@@ -371,9 +418,6 @@ def test_auto_uses_reverse_mode_where_it_applies_and_both_agree(build, method):
             pmodel.clipped_gradient(q, bound)[0], reference.clipped_gradient(q, bound)[0],
             rtol=1e-9, atol=1e-12,
         )
-    if method == "forward":
-        with pytest.raises(ValueError, match="do not apply"):
-            PrivateModel(m).compile_gradients("reverse")
 
 
 def _cancelling_cross_row_model(n=60, seed=9, y=None):
