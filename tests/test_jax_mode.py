@@ -62,6 +62,30 @@ def test_per_datum_functions_agree_with_the_default_backend():
     )
 
 
+def _banana_8():
+    from pymc_dp.benchmark_models import banana
+
+    return banana(n=300, d=8, seed=1).model
+
+
+@pytest.mark.parametrize("build", [_regression, _banana_8], ids=["linear-outputs", "matrix-rows"])
+def test_reverse_mode_agrees_with_the_default_backend(build):
+    # Reverse mode through copies of X @ β and a[g], and rows formed as one (n, d) matrix
+    # (d = 8): the same clipped sums in a basis on JAX as on the default backend.
+    model = build()
+    default, jaxed = PrivateModel(model), PrivateModel(model, compile_kwargs=JAX)
+    for pmodel in (default, jaxed):
+        pmodel.compile_gradients("reverse")
+        assert pmodel.gradient_method == "reverse"
+    rng = np.random.default_rng(2)
+    q = default.ravel(model.initial_point()) + 0.2 * rng.standard_normal(default.dim)
+    basis = np.linalg.qr(rng.normal(size=(default.dim, default.dim)))[0]
+    for bound in (0.5, 50.0):
+        for a, b in zip(default.clipped_gradient(q, bound, basis),
+                        jaxed.clipped_gradient(q, bound, basis)):
+            np.testing.assert_allclose(np.asarray(b), a, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("step", ["DPPenalty", "DPHMC", "DPBarker", "MinibatchDPPenalty"])
 def test_every_step_runs_on_jax_with_the_draws_of_the_default_backend(step):
     model = _regression()
