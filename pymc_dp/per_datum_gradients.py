@@ -70,6 +70,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import AdvancedSubtensor
+from pytensor.tensor.type import integer_dtypes
 
 from pymc_dp.row_locality import datum_axes, is_row_local
 
@@ -136,8 +137,7 @@ def _gather(node, i, tangents):
     """``φ[g]`` (an integer index read from the data, on φ's first axis): ``T[g]``."""
     if i != 0 or tuple(node.op.idx_list) != (0,) or len(node.inputs) != 2:
         return None
-    if node.inputs[1].dtype not in ("int8", "int16", "int32", "int64", "uint8", "uint16",
-                                    "uint32", "uint64"):
+    if node.inputs[1].dtype not in integer_dtypes:
         return None  # a boolean mask selects rows: not one output row per datum
     return node.op.make_node(tangents, node.inputs[1]).outputs[0]
 
