@@ -32,15 +32,21 @@ in both posteriors (free variables and deterministics):
   ε = 1 median ≤ 1 and max ≤ 3 sds (other ε: the ε = 1 targets), and every sd ratio in
   [0.5, 2]; ``ERR`` for a run that raised.
 
-Then a count of OK/MISS/ERR per step class. The wall time and largest R̂ of each NUTS
-reference are printed when it is made. Everything is seeded from ``--seed`` (data,
+Then a count of OK/MISS/ERR per step class and per ε. The wall time and largest R̂ of each
+NUTS reference are printed when it is made. Everything is seeded from ``--seed`` (data,
 reference, private runs): these are benchmark runs on simulated data, not releases.
+
+One private run per cell says little: its error is mostly the draw of its own release noise.
+``--repeats R`` makes R runs per model, n, ε and step, each with its own seed (the first
+with the seed a single run has), labelled ``step#r``; ``--warmup-iterations K`` gives every
+step ``warmup=WarmupPlan(iterations=K)`` (the library's default plan otherwise), to compare
+warm-up lengths on the same seeds.
 
 Usage::
 
     python benchmarks/realistic_models.py [--models linear logistic ...] [--n 10000 100000]
         [--eps 1 4] [--steps DPHMC DPPenalty MinibatchDPPenalty DPBarker] [--seed 13]
-        [--draws D] [--tune T]
+        [--draws D] [--tune T] [--repeats R] [--warmup-iterations K]
 
 e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
 linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
@@ -50,6 +56,7 @@ is 208 private runs and 26 NUTS references: hours on two cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 import warnings
@@ -63,6 +70,7 @@ import pytensor.tensor as pt
 import pymc_dp
 
 from pymc_dp.evaluation import posterior_distance
+from pymc_dp.steps.warmup import DEFAULT_WARMUP
 
 STEPS = ("DPHMC", "DPPenalty", "MinibatchDPPenalty", "DPBarker")
 
@@ -347,13 +355,14 @@ def _verdict(d, eps):
     return "OK" if means and lo <= d.sd_ratio_min and d.sd_ratio_max <= hi else "MISS"
 
 
-def private_run(model, step_name, eps, seed, sample_kwargs):
-    """Build ``step_name(eps=eps)`` in ``model`` and sample two chains; (result, seconds, warnings)."""
+def private_run(model, step_name, eps, seed, sample_kwargs, step_kwargs=None):
+    """Build ``step_name(eps=eps, **step_kwargs)`` in ``model`` and sample two chains;
+    (result, seconds, warnings)."""
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with model:
-            step = getattr(pymc_dp, step_name)(eps=eps)
+            step = getattr(pymc_dp, step_name)(eps=eps, **(step_kwargs or {}))
         idata = pymc_dp.sample(
             step=step, model=model, chains=2, random_seed=seed, progressbar=False, **sample_kwargs
         )
@@ -373,21 +382,30 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--draws", type=int, default=None, help="passed to pymc_dp.sample (default: not given)")
     parser.add_argument("--tune", type=int, default=None, help="passed to pymc_dp.sample (default: not given)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="private runs per model, n, ε and step, each with its own seed")
+    parser.add_argument("--warmup-iterations", type=int, default=None,
+                        help="the warm-up's Newton iterations (default: the library's)")
     args = parser.parse_args(argv)
 
     # PyMC's convergence messages would interleave with the table; r̂ is in it.
     for logger in ("pymc", "pymc.sampling.mcmc", "pymc.stats.convergence"):
         logging.getLogger(logger).setLevel(logging.CRITICAL)
     sample_kwargs = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
+    step_kwargs = {}
+    if args.warmup_iterations is not None:
+        step_kwargs["warmup"] = dataclasses.replace(DEFAULT_WARMUP, iterations=args.warmup_iterations)
     print(
         f"pymc_dp {getattr(pymc_dp, '__version__', '?')}, pymc {pm.__version__}; seed {args.seed}; "
-        f"private sample kwargs: {sample_kwargs or 'none (library defaults)'}"
+        f"private sample kwargs: {sample_kwargs or 'none (library defaults)'}; "
+        f"step kwargs: {step_kwargs or 'only eps'}; repeats {args.repeats}"
     )
     header = (
         f"{'model':<14} {'n':>7} {'eps':>4} {'step':<18} {'err med':>8} {'err max':>8} "
         f"{'sd min':>7} {'sd med':>7} {'sd max':>7} {'rhat':>7} {'draws':>6} {'time s':>7}  verdict"
     )
     tally = {name: Counter() for name in args.steps}
+    by_eps = {float(eps): Counter() for eps in args.eps}
     for name in args.models:
         mi = list(MODELS).index(name)  # the model's data do not depend on which others run
         for n in args.n:
@@ -403,19 +421,27 @@ def main(argv=None):
             print(f"\n[{name}, n={n}] NUTS reference: {ref_seconds:.1f} s, r̂ max {ref_rhat:.3f}")
             print(header)
             for eps in args.eps:
-                for si, step_name in enumerate(args.steps):
-                    seed = _seed(args.seed, mi, n, int(round(eps * 1000)), si)
-                    prefix = f"{name:<14} {n:>7} {eps:>4g} {step_name:<18}"
+                runs = [(si, step_name, r) for si, step_name in enumerate(args.steps)
+                        for r in range(args.repeats)]
+                for si, step_name, r in runs:
+                    # (the first repeat's seed is the one a single run has always had)
+                    seed = _seed(args.seed, mi, n, int(round(eps * 1000)), si, *([r] if r else []))
+                    label = step_name if args.repeats == 1 else f"{step_name}#{r}"
+                    prefix = f"{name:<14} {n:>7} {eps:>4g} {label:<18}"
                     try:
                         model = _build(name, mi, n, args.seed)
-                        idata, seconds, kinds = private_run(model, step_name, eps, seed, sample_kwargs)
+                        idata, seconds, kinds = private_run(
+                            model, step_name, eps, seed, sample_kwargs, step_kwargs
+                        )
                     except Exception as exc:  # noqa: BLE001 - a failing step is a result to report
                         tally[step_name]["ERR"] += 1
+                        by_eps[float(eps)]["ERR"] += 1
                         print(f"{prefix} ERR {type(exc).__name__}: {_first_line(exc)}")
                         continue
                     d = posterior_distance(idata, reference)
                     verdict = _verdict(d, eps)
                     tally[step_name][verdict] += 1
+                    by_eps[float(eps)][verdict] += 1
                     warned = f"  warnings: {', '.join(kinds)}" if kinds else ""
                     draws = idata["posterior"].sizes["draw"]
                     print(
@@ -428,6 +454,8 @@ def main(argv=None):
         print(f"  {step_name:<18} {counts['OK']:>3} / {counts['MISS']:>3} / {counts['ERR']:>3}")
     total = sum(tally.values(), Counter())
     print(f"  {'all':<18} {total['OK']:>3} / {total['MISS']:>3} / {total['ERR']:>3}")
+    for eps, counts in by_eps.items():
+        print(f"  {f'eps = {eps:g}':<18} {counts['OK']:>3} / {counts['MISS']:>3} / {counts['ERR']:>3}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ exactly what its ledger events say (the warm-up included) and never more than th
 and let every setting the user gives win.
 """
 
+import dataclasses
 import json
 import warnings
 
@@ -178,7 +179,7 @@ def test_plan_shows_the_price_of_a_run_without_reading_data(
     plan = step.plan(chains=3, draws=300, tune=100)
     text = str(plan)
     assert "3 chain(s) of 100 tune + 300 draws" in text
-    assert "warm-up clipped gradient: 12" in text
+    assert f"warm-up clipped gradient: {DEFAULT_WARMUP.iterations}" in text
     # the plan's releases cost the whole budget, no more (calibrated to it)
     assert plan.cost == pytest.approx(2.0, rel=1e-3) and plan.cost <= 2.0
     assert step.planned_chains == 3
@@ -822,11 +823,15 @@ def test_a_newton_step_that_lands_further_from_the_mode_is_taken_back(take_back,
     # posterior sds). A noisy Newton step took it further from the mode, where the Newton
     # decrement (a squared distance to the mode, from released values) was more than four
     # times the one before: that step is taken back and retried shorter, and the warm-up
-    # ends near the mode.
+    # ends near the mode. (Twelve iterations, the default when this was found: with the
+    # sixteen of today's default this start settles without the step that is taken back.)
     model = _student_t_regression(10_000, 0)
     with model:
         mode = pm.find_MAP(progressbar=False, return_inferencedata=False, jitter=False)
-        step = pymc_dp.DPPenalty(eps=4.0, chains=1, method="laplace")
+        step = pymc_dp.DPPenalty(
+            eps=4.0, chains=1, method="laplace",
+            warmup=dataclasses.replace(DEFAULT_WARMUP, iterations=12),
+        )
     step.plan(chains=1, draws=10, tune=0)
     if not take_back:
         monkeypatch.setattr(warmup_kernel, "_REJECT_RATIO", np.inf)
