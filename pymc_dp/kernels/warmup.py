@@ -72,6 +72,10 @@ DEFAULT_GRID = np.logspace(-6.0, 6.0, 25)
 
 HISTOGRAM_SENSITIVITY = float(np.sqrt(2.0))
 
+#: Noise sds of tail count that :func:`noisy_scales` allows before it reads a quantile as
+#: located (:func:`quantile_from_histogram`): see there.
+SCALE_NOISE_ALLOWANCE = 4.0
+
 
 def noisy_histogram(
     rng: np.random.Generator,
@@ -99,23 +103,26 @@ def quantile_from_histogram(
     quantile: float,
     grid: np.ndarray = DEFAULT_GRID,
     count_noise_sd: float = 0.0,
+    noise_allowance: float = 2.0,
 ) -> float:
     """The smallest edge ``g_k`` with at most ``(1 − quantile) · n`` noisy counts above it.
 
     Post-processing of :func:`noisy_histogram`. Counting from the top keeps the noise of a
     high quantile small: only the bins above it are summed. ``n`` (the number of rows) is
-    public. The count allowed above ``g_k`` is at least twice the noise sd of that sum
-    (``count_noise_sd`` per bin, public): a tail smaller than the noise cannot be located,
-    and asking for it would return an edge the noise picked. With little data or budget the
-    quantile found is therefore lower than asked (more clipping, less noise). The last edge
-    when even the top bins hold too many.
+    public. The count allowed above ``g_k`` is at least ``noise_allowance`` times the noise
+    sd of that sum (``count_noise_sd`` per bin, public): a tail smaller than the noise cannot
+    be located, and asking for it would return an edge the noise picked. With little data or
+    budget the quantile found is therefore lower than asked (more clipping, less noise). The
+    last edge when even the top bins hold too many.
     """
     if not 0.0 < quantile < 1.0:
         raise ValueError("quantile must lie in (0, 1)")
     counts = np.asarray(noisy_counts, dtype=float)
     above = np.cumsum(counts[::-1])[::-1][1:]  # noisy count > g_k
     bins_above = np.arange(len(above), 0, -1)
-    allowed = np.maximum((1.0 - quantile) * n, 2.0 * count_noise_sd * np.sqrt(bins_above))
+    allowed = np.maximum(
+        (1.0 - quantile) * n, noise_allowance * count_noise_sd * np.sqrt(bins_above)
+    )
     # never below the median: with more noise than data the tail is invisible, and a bound
     # that clips most rows would be worse than a high one
     allowed = np.minimum(allowed, 0.5 * n)
@@ -169,6 +176,14 @@ def noisy_scales(
     Δ₂ = √(2d); each count gets ``N(0, (√(2d) z)²)``. This sets the first metric of the
     warm-up, so that coordinates on very different scales (a covariate in metres next to one
     in kilometres) are clipped alike.
+
+    The quantile is read with :data:`SCALE_NOISE_ALLOWANCE` (four noise sds, not two): a
+    scale found too large is far worse than one too small. Too small, the next iteration's
+    curvature release sees that direction clearly and corrects it. Too large, the direction's
+    curvature drops below the curvature noise and is corrected only a little at a time. With
+    two sds, the noise in the empty top bins of the decade grid often put some coordinate's
+    scale two or more decades too high at ε = 1, n = 10⁴ (``tests/kernels/test_warmup.py``
+    counts how often), and that coordinate then barely moved for most of the warm-up.
     """
     grads = np.abs(np.asarray(grads, dtype=float))
     n, d = grads.shape
@@ -181,6 +196,7 @@ def noisy_scales(
                 quantile=quantile,
                 grid=grid,
                 count_noise_sd=z * HISTOGRAM_SENSITIVITY,
+                noise_allowance=SCALE_NOISE_ALLOWANCE,
             )
             for k in range(d)
         ]
