@@ -100,7 +100,7 @@ def expected_moves(mu: float, n: int, dim: int) -> float:
 #: Sixteen rather than twelve: from PyMC's start some models (a scale far from its
 #: residuals, a mixture) need more than twelve noisy steps to settle, and once settled the
 #: extra iterations cost little, as the mode averages the targets of all settled ones
-#: (``benchmarks/realistic_models.py --repeats``; eight halved it).
+#: (``benchmarks/realistic_models.py --repeats``: eight did far worse, see the docs).
 DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=16, quantile=0.999, growth=1.3)
 
 
