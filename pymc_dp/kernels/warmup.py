@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -492,9 +493,7 @@ def laplace_warmup(
     chart = _Chart(likelihood_parameters if prior_logp_fn is not None else None, q)
     d = chart.size  # (the release coordinates': θ's, or the likelihood's parameters')
     clip = hess_clip = shape = None
-    # (Newton target, weight of its gradient release, step length in sds, the length its
-    # noise alone would give, whether clipped at the high quantile)
-    targets = []
+    targets: list[_Target] = []
     near_mode = False
     damping, last_decrement = 1.0, np.inf
     curvature_noise = 0.0
@@ -579,7 +578,7 @@ def laplace_warmup(
             # The last step made things worse: back to where it started, with a step no
             # longer than a quarter of it (a trust region on released values: the rejected
             # point's releases are spent, only their verdict is used).
-            radius = targets.pop()[2] / _REJECT_RATIO
+            radius = targets.pop().length / _REJECT_RATIO
             here = base
         else:
             if t > 1:
@@ -588,8 +587,10 @@ def laplace_warmup(
         if t > 0:
             # (The first iteration only measures: a Newton step in the guessed metric
             # can overshoot by orders of magnitude.)
+            # (the iterate is the last target: it carries that target's noise)
+            start_noise = targets[-1].noise_length if targets else 0.0
             q, target = _newton_target(
-                here, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor
+                here, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor, start_noise
             )
             targets.append(target)
         shape = here.w_inv @ here.h_shape @ here.w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
@@ -679,9 +680,12 @@ def _overshot(here: _Iterate, base: _Iterate, step) -> bool:
     return here.decrement > _REJECT_RATIO * reference
 
 
-def _newton_target(here: _Iterate, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor):
+def _newton_target(
+    here: _Iterate, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor, start_noise=0.0
+):
     """The next iterate from the releases of ``here``, no longer than ``radius`` (in
-    posterior sds of its metric), and its entry for :func:`_converged_mean`."""
+    posterior sds of its metric), and its entry for :func:`_converged_mean`
+    (``start_noise``: the noise length of the target ``here`` stands at)."""
     q, w, w_inv, d = here.q, here.w, here.w_inv, len(here.grad_white)
     if chart.params is None:
         step = newton_step(np.zeros(d), here.grad_white, here.h_step, trust_radius=radius)
@@ -705,9 +709,20 @@ def _newton_target(here: _Iterate, radius, chart, prior_logp_fn, prior_grad_fn, 
     # claim an unbounded spread.)
     spread = w.T @ np.linalg.inv(_clamp_eigenvalues(here.h_step, _NOISE_CURVATURE_RANGE))
     noise_cov = chart.form_back(here.noise_sd**2 * (spread @ spread.T), here.lift)
-    return target, (
-        target, 1.0 / here.z_grad**2, length, here.noise_length, here.high, noise_cov
+    return target, _Target(
+        target, length, here.noise_length, start_noise, here.high, noise_cov
     )
+
+
+class _Target(NamedTuple):
+    """One Newton target and what its releases say of it (public)."""
+
+    point: np.ndarray
+    length: float  # of the step to it, in posterior sds
+    noise_length: float  # the step length its gradient's noise alone gives
+    start_noise: float  # the same for the iterate the step started from (the last target)
+    high: bool  # its gradient clipped at the high quantile
+    cov: np.ndarray  # its covariance over the gradient's noise
 
 
 class _Chart:
@@ -851,37 +866,51 @@ def _at_most_grown(new: float, previous: float | None, t: int) -> float:
 _NEAR = 3.0
 
 
-def _is_near(target) -> bool:
+def _is_near(target: _Target) -> bool:
     """Whether a Newton step was short: no longer than its release noise explains."""
-    _, _, length, noise_length, _, _ = target
-    return length <= _NEAR + 2.0 * noise_length
+    return target.length <= _NEAR + 2.0 * target.noise_length
 
 
-def _converged_mean(targets, last: np.ndarray) -> np.ndarray:
+def _is_settled(target: _Target) -> bool:
+    """Whether a Newton step was no longer than the noise of both its ends explains.
+
+    Near the mode the step from an iterate (the last target) goes to the next target: its
+    length carries the noise of both, about ``√(a² + b²)`` for noise lengths a and b.
+    Compared with the new target's noise alone (:func:`_is_near`), a step that was nothing
+    but noise often counted as long, when the noise fell from one iteration to the next
+    (the plan spends more on later iterations; a clip bound can drop), and the average
+    kept only the last two or three targets: its noise, and the draws' spread, were up to
+    twice what the settled iterations' budget buys.
+    """
+    return target.length <= _NEAR + 2.0 * float(np.hypot(target.noise_length, target.start_noise))
+
+
+def _converged_mean(targets: list[_Target], last: np.ndarray):
     """The precision-weighted mean of the Newton targets since the steps became short.
 
     Once the iterates are within a few posterior sds of the mode (steps no longer than
-    their noise explains, :func:`_is_near`), every Newton target is an estimate of the
-    mode with its own, independent release noise; weighting them by their gradient
-    release's precision (1/z²) uses the budget of all these iterations, not only the last
-    one's. Only targets whose gradient was clipped at the high quantile count (a middle
-    quantile's clipping bias would move the mean). Post-processing.
+    the noise of their two ends explains, :func:`_is_settled`), every Newton target is an
+    estimate of the mode with its own, independent release noise; weighting them by their
+    precision (1/noise_length², from the clip bound and noise multiplier of their gradient
+    release) uses the budget of all these iterations, not only the last one's, and counts
+    an iteration whose clip bound jumped for less. Only targets whose gradient was clipped
+    at the high quantile count (a middle quantile's clipping bias would move the mean).
+    Post-processing.
 
     Returns the mean, its covariance over the release noise, and whether any target was
-    near (else the last iterate, which is not yet at the mode). The targets' noises are
+    settled (else the last iterate, which is not yet at the mode). The targets' noises are
     independent (each Newton step corrects the last one's to first order), so
     ``Σ a_t² C_t / (Σ a_t)²`` for weights a_t and target covariances C_t.
     """
     tail = []
     for target in reversed(targets):
-        q, weight, _, _, high, cov = target
-        if not (high and _is_near(target)):
+        if not (target.high and _is_settled(target)):
             break
-        tail.append((q, weight, cov))
+        tail.append(target)
     if not tail:
-        return last, (targets[-1][5] if targets else None), False
-    weights = np.array([a for _, a, _ in tail])
+        return last, (targets[-1].cov if targets else None), False
+    weights = np.array([1.0 / t.noise_length**2 for t in tail])
     total = weights.sum()
-    mean = np.sum([a * q for q, a, _ in tail], axis=0) / total
-    cov = np.sum([a**2 * c for _, a, c in tail], axis=0) / total**2
+    mean = np.sum([a * t.point for t, a in zip(tail, weights)], axis=0) / total
+    cov = np.sum([a**2 * t.cov for t, a in zip(tail, weights)], axis=0) / total**2
     return mean, cov, True

@@ -315,7 +315,7 @@ def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_
 
 
 def test_a_step_that_makes_the_newton_decrement_grow_is_taken_back():
-    from pymc_dp.kernels.warmup import _Iterate, _overshot
+    from pymc_dp.kernels.warmup import _Iterate, _overshot, _Target
 
     def at(decrement, clip=0.01, z=1.0, high=True):
         return _Iterate(
@@ -326,7 +326,7 @@ def test_a_step_that_makes_the_newton_decrement_grow_is_taken_back():
         )
 
     def step(length, noise_length=1.0):  # an entry of the warm-up's targets
-        return (np.zeros(2), 1.0, length, noise_length, True, np.eye(2))
+        return _Target(np.zeros(2), length, noise_length, 0.0, True, np.eye(2))
 
     # A step of 10 sds from 10 sds away that landed twice as far (decrement four times).
     assert _overshot(at(401.0), at(100.0), step(10.0))
@@ -381,3 +381,39 @@ def test_the_clip_margin_keeps_a_shape_parameter_near_its_mode():
     assert DEFAULT_WARMUP.clip_margin == 1.5
     assert abs(mean_error(DEFAULT_WARMUP.clip_margin)) < 1.5
     assert mean_error(1.0) > 2.0  # without the margin (shows the test can fail)
+
+
+def test_the_mode_averages_every_iteration_whose_step_was_only_noise():
+    # Started at the mode of a Gaussian posterior (n = 10⁴, six means on scales 1 to 3) with
+    # the noise of an ε = 1 run, every Newton step is noise. Its length carries the noise of
+    # the target it started from as well as the new one's; judged by the new one's alone,
+    # a step counted as long whenever the noise fell (as the plan lets it) and the average
+    # kept two or three targets: its noise variance came out up to four times what the
+    # iterations' budget buys (2.5 posterior variances against 0.58). It must stay close to
+    # that, and describe the error it has.
+    from scipy.stats import chi2
+
+    from pymc_dp.accounting.gaussian import max_gaussian_mu
+    from pymc_dp.steps.warmup import DEFAULT_WARMUP
+
+    n, d = 10_000, 6
+    scale2 = np.linspace(1.0, 3.0, d) ** 2
+    y = np.random.default_rng(0).normal(1.0, 1.0, (n, d)) * np.sqrt(scale2)
+    prior = 0.01
+    curvature = n / scale2 + prior
+    mode = y.sum(0) / scale2 / curvature
+    zs = DEFAULT_WARMUP.noise_multipliers(max_gaussian_mu(1.0, 1e-5) / DEFAULT_WARMUP.share)
+    clip = 1.5 * np.sqrt(chi2.ppf(0.999, d) / n)  # (the public floor, where ε = 1 puts it)
+    bought = (2.0 * clip) ** 2 / np.sum(zs[1:, 1] ** -2.0)  # every measuring iteration's
+    noise_var, z2 = [], []
+    for seed in range(20):
+        res = laplace_warmup(
+            np.random.default_rng(seed), mode.copy(), lambda q: (y - q) / scale2,
+            lambda q: -prior * q, lambda q: prior * np.eye(d), quantile=0.999,
+            noise_multipliers=zs, clip_margin=1.5,
+        )
+        assert res.converged
+        noise_var.append(np.mean(np.diag(res.noise_cov) * curvature))
+        z2.append(np.mean((res.mean - mode) ** 2 / np.diag(res.noise_cov)))
+    assert max(noise_var) < 1.5 * bought
+    assert 0.6 < np.mean(z2) < 1.6
