@@ -373,7 +373,8 @@ class LaplaceWarmup:
     clip: float
     iterations: int
     noise_cov: np.ndarray | None = None
-    #: whether the last Newton steps were short (no longer than their noise explains)
+    #: whether the last Newton steps were settled (no longer than the noise of their two ends
+    #: explains), so that the mean averages their targets
     converged: bool = True
     #: the largest noise level of the curvature releases over the second half of the
     #: iterations, in the metric then in use (1: as large as the posterior's own curvature)
@@ -595,6 +596,9 @@ def laplace_warmup(
             targets.append(target)
         shape = here.w_inv @ here.h_shape @ here.w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
+        if chart.params is None and prior_logp_fn is not None and targets and _is_near(targets[-1]):
+            # (once a step was short, the metric is about the posterior's: see bent)
+            chart, shape = chart.bent(likelihood_parameters, q, shape)
         w = whitening(shape)
     mean, noise_cov, converged = _converged_mean(targets, q)
     # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
@@ -742,7 +746,7 @@ class _Chart:
     no prior density) the chart is θ and nothing changes. Public: it reads graphs only.
     """
 
-    def __init__(self, params, q0: np.ndarray):
+    def __init__(self, params, q0: np.ndarray, square: bool = False):
         from pymc_dp.kernels.surrogate import independent_rows
 
         self.params, self.rows, self.size = None, None, q0.size
@@ -753,8 +757,44 @@ class _Chart:
         if not np.all(np.isfinite(jac)):
             return
         rows = independent_rows(jac)
-        if 0 < rows.size < q0.size:
+        if 0 < rows.size < q0.size or (square and rows.size == q0.size):
             self.params, self.rows, self.size = params, rows, rows.size
+
+    def bent(self, params, q, shape):
+        """The chart of ``params`` (φ as many numbers as θ) if φ bends on the posterior's
+        scale, with ``shape`` (a curvature on θ) carried over to it; else ``self, shape``.
+
+        When φ is as long as θ, releasing on it changes nothing if φ is affine in θ, and
+        little if it bends only slowly on the posterior's scale (``exp`` of a log scale
+        whose posterior sd is small): there θ's coordinates, where a scale's log-likelihood
+        is closer to a quadratic, did better. When φ bends within a posterior sd (a
+        banana's ``θ₂ + aθ₁²``), the log-likelihood is close to a quadratic in φ and far
+        from one in θ: Newton steps on θ crawl along the curve and a Gaussian on θ cannot
+        follow it. The test, for each component φ_k, in the metric of ``shape`` (θ = q +
+        Wᵀu, ``shape`` a released value): half the largest second derivative of φ_k along
+        a unit u against the length of its gradient, i.e. how far its linearisation is off
+        one posterior sd away, in φ_k's own sds; more than :data:`BEND_TOLERANCE` bends.
+        Public: graphs and released values.
+        """
+        if params is None:
+            return self, shape
+        with np.errstate(all="ignore"):
+            jac = params.jacobian(q)
+            size = jac.shape[0]
+            chart = _Chart(params, q, square=True)
+            if chart.params is None or chart.size != q.size:
+                return self, shape
+            m = whitening(shape).T  # u ↦ θ − q
+            for k in range(size):
+                bend = m.T @ params.curvature(q, np.eye(size)[k]) @ m
+                slope = float(np.linalg.norm(jac[k] @ m))
+                if not np.all(np.isfinite(bend)) or not np.isfinite(slope):
+                    return self, shape
+                if 0.5 * np.max(np.abs(np.linalg.eigvalsh(bend))) > BEND_TOLERANCE * slope:
+                    lift = chart.lift(q)  # (J⁻¹: Δθ = J⁻¹ Δφ)
+                    moved = lift.T @ shape @ lift
+                    return chart, 0.5 * (moved + moved.T)
+        return self, shape
 
     def jacobian(self, q):
         return self.params.jacobian(q)[self.rows]
@@ -810,6 +850,12 @@ class _Chart:
             return shape
         lik = self.pull_back(shape - prior_hess, q)
         return hessian_curvature(lik, np.asarray(prior_hess_theta, dtype=float), 0.0)
+
+
+#: How far (in its own posterior sds) a likelihood parameter's linearisation may be off one
+#: posterior sd away before the warm-up releases on the likelihood's parameters
+#: (:meth:`_Chart.bent`).
+BEND_TOLERANCE = 0.15
 
 
 #: How many nats of prior log density one Newton step may lose.

@@ -417,3 +417,35 @@ def test_the_mode_averages_every_iteration_whose_step_was_only_noise():
         z2.append(np.mean((res.mean - mode) ** 2 / np.diag(res.noise_cov)))
     assert max(noise_var) < 1.5 * bought
     assert 0.6 < np.mean(z2) < 1.6
+
+
+def test_the_warmup_releases_on_the_likelihoods_parameters_where_they_bend():
+    # As many parameters as θ: an affine φ keeps θ's coordinates, a curved one (a banana's
+    # θ₂ + aθ₁²) gets the chart, where the log-likelihood is close to a quadratic.
+    from pymc_dp.kernels.warmup import _bends, _Chart
+
+    class Map:  # the LikelihoodParameters interface the chart reads
+        def __init__(self, phi, jac):
+            self.phi, self.jac = phi, jac
+
+        def __call__(self, q):
+            return self.phi(q)
+
+        def jacobian(self, q):
+            return self.jac(q)
+
+        def vjp(self, q, w):
+            return self.jac(q).T @ w
+
+        def curvature(self, q, w, step=1e-5):
+            out = np.stack([(self.vjp(q + e, w) - self.vjp(q - e, w)) / (2 * step)
+                            for e in step * np.eye(len(q))], axis=1)
+            return 0.5 * (out + out.T)
+
+    a = np.array([[2.0, 1.0], [0.5, -3.0]])
+    affine = Map(lambda q: a @ q + 1.0, lambda q: a)
+    curved = Map(lambda q: np.array([q[0], q[1] + 20 * q[0] ** 2]),
+                 lambda q: np.array([[1.0, 0.0], [40 * q[0], 1.0]]))
+    q0 = np.array([0.0, 3.0])
+    assert not _bends(affine, q0) and _Chart(affine, q0).params is None
+    assert _bends(curved, q0) and _Chart(curved, q0).params is curved
