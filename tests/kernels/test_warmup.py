@@ -420,9 +420,10 @@ def test_the_mode_averages_every_iteration_whose_step_was_only_noise():
 
 
 def test_the_warmup_releases_on_the_likelihoods_parameters_where_they_bend():
-    # As many parameters as θ: an affine φ keeps θ's coordinates, a curved one (a banana's
-    # θ₂ + aθ₁²) gets the chart, where the log-likelihood is close to a quadratic.
-    from pymc_dp.kernels.warmup import _bends, _Chart
+    # As many parameters as θ: an affine φ keeps θ's coordinates; a curved one (a banana's
+    # θ₂ + aθ₁²) gets the chart where it bends within a posterior sd (the metric's), and
+    # not where its bend is small on that scale (a posterior a hundred times narrower).
+    from pymc_dp.kernels.warmup import BEND_TOLERANCE, _Chart
 
     class Map:  # the LikelihoodParameters interface the chart reads
         def __init__(self, phi, jac):
@@ -446,6 +447,16 @@ def test_the_warmup_releases_on_the_likelihoods_parameters_where_they_bend():
     affine = Map(lambda q: a @ q + 1.0, lambda q: a)
     curved = Map(lambda q: np.array([q[0], q[1] + 20 * q[0] ** 2]),
                  lambda q: np.array([[1.0, 0.0], [40 * q[0], 1.0]]))
-    q0 = np.array([0.0, 3.0])
-    assert not _bends(affine, q0) and _Chart(affine, q0).params is None
-    assert _bends(curved, q0) and _Chart(curved, q0).params is curved
+    q = np.array([0.0, 3.0])
+    theta = _Chart(None, q)
+    # Posterior sds 0.014 and 0.0087 (the flat banana at n = 10⁵): the bend 20·0.014² is
+    # about 0.45 of φ₂'s sd.
+    shape = np.diag(np.array([0.014, 0.0087]) ** -2.0)
+    assert theta.bent(affine, q, shape)[0] is theta
+    chart, moved = theta.bent(curved, q, shape)
+    assert chart.params is curved
+    jac = curved.jacobian(q)  # the same curvature, as a form on φ: J⁻ᵀ H J⁻¹
+    assert np.allclose(jac.T @ moved @ jac, shape)
+    narrow = shape * 1e4  # the bend is then 0.0045 of φ₂'s sd
+    assert 20 * 0.014**2 / 100 / 0.0087 < BEND_TOLERANCE
+    assert theta.bent(curved, q, narrow)[0] is theta
