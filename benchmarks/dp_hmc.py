@@ -139,6 +139,8 @@ THESIS_FIG_6_3_HMC = {1.0: 0.47, 6.0: 0.15}
 BANANA_CONFIGS = {
     "thesis": dict(tau_l=0.1, tau_g=0.4, n_steps=10, step_size=5e-4, loglik_clip=2.0, grad_clip=1.0),
     "tuned": dict(tau_l=0.1, tau_g=0.4, n_steps=5, step_size=1.5e-3, loglik_clip=2.0, grad_clip=1.0),
+    # only ε: DPHMC(eps=ε, chains=1) under pymc_dp.sample's own length and start (issue 13)
+    "defaults": dict(defaults=True),
 }
 BANANA_SETTINGS = BANANA_CONFIGS["thesis"]
 GAUSS_SETTINGS = dict(tau_l=0.05, tau_g=0.2, n_steps=8, step_size=7e-5, loglik_clip=30.0, grad_clip=29.0)
@@ -274,36 +276,48 @@ def run_mmd(bm, settings, eps_list, args, label, thesis=None):
     reference = bm.posterior_draws(args.reference, rng)
     starts = bm.start_points(args.chains, rng=args.seed + 2)
     s = settings
-    print(f"{label}: n={bm.n}, delta = 0.1/n = {delta:.1e}; tau_l {s['tau_l']}, tau_g {s['tau_g']}, "
-          f"L {s['n_steps']}, step size {s['step_size']}, loglik clip {s['loglik_clip']}, "
-          f"grad clip {s['grad_clip']}, tune {args.tune}; {args.chains} chains per eps, each its "
-          f"own (eps, delta) release; reference {args.reference} exact draws", flush=True)
+    defaults = bool(s.get("defaults"))
+    chosen = ("only eps given: the library's own settings, length and start" if defaults else
+              f"tau_l {s['tau_l']}, tau_g {s['tau_g']}, L {s['n_steps']}, step size "
+              f"{s['step_size']}, loglik clip {s['loglik_clip']}, grad clip {s['grad_clip']}, "
+              f"tune {args.tune}")
+    print(f"{label}: n={bm.n}, delta = 0.1/n = {delta:.1e}; {chosen}; {args.chains} chains per "
+          f"eps, each its own (eps, delta) release; reference {args.reference} exact draws",
+          flush=True)
     t_start = time.perf_counter()
     rows = []
     for eps in eps_list:
-        K = thesis_iterations(eps, delta, bm.n, s["tau_l"], s["tau_g"], s["n_steps"])
-        split = split_for(K, s["n_steps"], s["tau_l"], s["tau_g"])
-        tune = min(args.tune, K - 1)
+        if not defaults:
+            K = thesis_iterations(eps, delta, bm.n, s["tau_l"], s["tau_g"], s["n_steps"])
+            split = split_for(K, s["n_steps"], s["tau_l"], s["tau_g"])
+            tune = min(args.tune, K - 1)
         mmds, acc, zg, zl, spent = [], [], [], [], []
         for c in range(args.chains):
             seed = int(1_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
             with bm.model:
-                step = DPHMC(
-                    eps=eps, grad_clip=s["grad_clip"], loglik_clip=s["loglik_clip"],
-                    n_steps=s["n_steps"], step_size=s["step_size"], budget_split=split,
-                    adapt_step_size=tune > 0, chains=1,
-                )
-                idata = pymc_dp.sample(
-                    step=step, draws=K - tune, tune=tune, chains=1, cores=1, random_seed=seed,
-                    initvals={bm.var_name: starts[c]}, **SAMPLE,
-                )
+                if defaults:
+                    step = DPHMC(eps=eps, chains=1)
+                    idata = pymc_dp.sample(step=step, chains=1, cores=1, random_seed=seed, **SAMPLE)
+                else:
+                    step = DPHMC(
+                        eps=eps, grad_clip=s["grad_clip"], loglik_clip=s["loglik_clip"],
+                        n_steps=s["n_steps"], step_size=s["step_size"], budget_split=split,
+                        adapt_step_size=tune > 0, chains=1,
+                    )
+                    idata = pymc_dp.sample(
+                        step=step, draws=K - tune, tune=tune, chains=1, cores=1,
+                        random_seed=seed, initvals={bm.var_name: starts[c]}, **SAMPLE,
+                    )
             draws = bm.theta_draws(idata)[0]
+            if defaults:  # (the library's own length)
+                K, tune = draws.shape[0], 0
             half = draws[draws.shape[0] // 2:]
             mmds.append(mmd(half, reference, rng=np.random.default_rng(seed)))
             st = idata.sample_stats
             acc.append(float(np.mean(st["accepted"].values)))
-            zg.append(float(st["grad_noise_multiplier"].values.ravel()[-1]))
-            zl.append(float(st["loglik_noise_multiplier"].values.ravel()[-1]))
+            # (NaN where the draws come from the private Laplace approximation: no MCMC noise)
+            for out, key in ((zg, "grad_noise_multiplier"), (zl, "loglik_noise_multiplier")):
+                out.append(float(st[key].values.ravel()[-1]) if key in st else float("nan"))
             spent.append((float(idata.attrs["dp_epsilon"]), float(idata.attrs["dp_delta"])))
         n_draws = K - tune
         half_len = n_draws - n_draws // 2

@@ -596,8 +596,10 @@ def laplace_warmup(
             targets.append(target)
         shape = here.w_inv @ here.h_shape @ here.w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
-        if chart.params is None and prior_logp_fn is not None and targets and _is_near(targets[-1]):
-            # (once a step was short, the metric is about the posterior's: see bent)
+        settling = bool(targets) and _is_near(targets[-1])
+        if chart.params is None and prior_logp_fn is not None and settling and t < len(zs) - 1:
+            # (once a step was short, the metric is about the posterior's: see bent; not
+            # after the last iteration, whose releases the result is read from on θ)
             chart, shape = chart.bent(likelihood_parameters, q, shape)
         w = whitening(shape)
     mean, noise_cov, converged = _converged_mean(targets, q)

@@ -460,3 +460,39 @@ def test_the_warmup_releases_on_the_likelihoods_parameters_where_they_bend():
     narrow = shape * 1e4  # the bend is then 0.0045 of φ₂'s sd
     assert 20 * 0.014**2 / 100 / 0.0087 < BEND_TOLERANCE
     assert theta.bent(curved, q, narrow)[0] is theta
+
+
+@pytest.mark.parametrize("iterations", [2, 3])
+def test_a_chart_found_at_the_last_iteration_does_not_garble_the_curvature(iterations):
+    # The banana's map φ = (θ₁, θ₂ + 20θ₁²) bends within a posterior sd at θ₁ = 0.5. The
+    # chart may change only where iterations remain: switched after the last one, the
+    # result's curvatures were read off θ's releases as if they were on φ (the likelihood's
+    # came out 3.4 times the truth in one entry).
+    from pymc_dp.kernels.warmup import _Chart
+
+    class Map:
+        def __call__(self, q):
+            return np.array([q[0], q[1] + 20 * q[0] ** 2])
+
+        def jacobian(self, q):
+            return np.array([[1.0, 0.0], [40 * q[0], 1.0]])
+
+        def vjp(self, q, w):
+            return self.jacobian(q).T @ w
+
+        def curvature(self, q, w, step=1e-5):
+            return np.array([[40.0 * w[1], 0.0], [0.0, 0.0]])
+
+    params, n, sd = Map(), 100_000, np.sqrt([20.0, 2.5])
+    theta = np.array([0.5, 3.0])
+    y = params(theta) + np.random.default_rng(1).normal(size=(n, 2)) * sd
+    exact = params.jacobian(theta).T @ np.diag(n / sd**2) @ params.jacobian(theta)
+    res = laplace_warmup(
+        np.random.default_rng(0), theta.copy(),
+        lambda q: ((y - params(q)) / sd**2) @ params.jacobian(q),
+        lambda q: -q / 1000.0, lambda q: np.eye(2) / 1000.0, prior_logp_fn=lambda q: -q @ q / 2000,
+        noise_multipliers=np.tile([0.3] * 4, (iterations, 1)), quantile=0.95,
+        likelihood_parameters=params,
+    )
+    assert np.allclose(res.loglik_hessian, exact, rtol=0.3)
+    assert _Chart(params, theta, square=True).params is params
