@@ -744,8 +744,9 @@ class _Chart:
     in J's row space; its Hessian by differences along ``J⁺ δ``, which moves φ by δ) and
     every step goes to :func:`~pymc_dp.kernels.surrogate.surrogate_mode`. The public prior
     enters through its gradient and curvature pushed to φ (``J⁺ᵀ ∇ log p``, ``J⁺ᵀ H J⁺``)
-    for the metric, and exactly in the step. Otherwise (r = d, φ is θ rearranged; no map;
-    no prior density) the chart is θ and nothing changes. Public: it reads graphs only.
+    for the metric, and exactly in the step. Otherwise (r = d; no map; no prior density)
+    the chart is θ and nothing changes, unless φ (r = d) bends on the posterior's scale
+    (:meth:`bent`, checked once the steps are short). Public: it reads graphs only.
     """
 
     def __init__(self, params, q0: np.ndarray, square: bool = False):
