@@ -749,14 +749,15 @@ class _Chart:
     (:meth:`bent`, checked once the steps are short). Public: it reads graphs only.
     """
 
-    def __init__(self, params, q0: np.ndarray, square: bool = False):
+    def __init__(self, params, q0: np.ndarray, square: bool = False, jac=None):
         from pymc_dp.kernels.surrogate import independent_rows
 
         self.params, self.rows, self.size = None, None, q0.size
         if params is None:
             return
-        with np.errstate(all="ignore"):
-            jac = params.jacobian(q0)
+        if jac is None:  # (φ's Jacobian at q0, if the caller has it)
+            with np.errstate(all="ignore"):
+                jac = params.jacobian(q0)
         if not np.all(np.isfinite(jac)):
             return
         rows = independent_rows(jac)
@@ -784,7 +785,7 @@ class _Chart:
         with np.errstate(all="ignore"):
             jac = params.jacobian(q)
             size = jac.shape[0]
-            chart = _Chart(params, q, square=True)
+            chart = _Chart(params, q, square=True, jac=jac)
             if chart.params is None or chart.size != q.size:
                 return self, shape
             m = whitening(shape).T  # u ↦ θ − q
