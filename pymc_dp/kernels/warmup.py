@@ -602,14 +602,15 @@ def laplace_warmup(
             # after the last iteration, whose releases the result is read from on θ)
             chart, shape = chart.bent(likelihood_parameters, q, shape)
         w = whitening(shape)
-    mean, noise_cov, converged = _converged_mean(targets, q)
+    hessian = chart.curvature_on_theta(shape, here.prior_hess, prior_hessian_fn(q), q)
+    mean, noise_cov, converged = _converged_mean(targets, q, hessian)
     # The likelihood's own curvature, without the prior's (for a surrogate likelihood:
     # :mod:`pymc_dp.kernels.surrogate`), floored like the shape.
     lik = hessian_curvature(-here.hess_sum, 0.0, here.hess_noise_sd, noise_floor=shape_floor)
     loglik_hessian = here.w_inv @ lik @ here.w_inv.T
     return LaplaceWarmup(
         mean=mean,
-        hessian=chart.curvature_on_theta(shape, here.prior_hess, prior_hessian_fn(q), q),
+        hessian=hessian,
         clip=here.clip, iterations=len(zs), noise_cov=noise_cov, converged=converged,
         curvature_noise=float(curvature_noise),
         loglik_hessian=chart.pull_back(0.5 * (loglik_hessian + loglik_hessian.T), q),
@@ -935,7 +936,7 @@ def _is_settled(target: _Target) -> bool:
     return target.length <= _NEAR + 2.0 * float(np.hypot(target.noise_length, target.start_noise))
 
 
-def _converged_mean(targets: list[_Target], last: np.ndarray):
+def _converged_mean(targets: list[_Target], last: np.ndarray, precision: np.ndarray | None = None):
     """The precision-weighted mean of the Newton targets since the steps became short.
 
     Once the iterates are within a few posterior sds of the mode (steps no longer than
@@ -945,7 +946,8 @@ def _converged_mean(targets: list[_Target], last: np.ndarray):
     release) uses the budget of all these iterations, not only the last one's, and counts
     an iteration whose clip bound jumped for less. Only targets whose gradient was clipped
     at the high quantile count (a middle quantile's clipping bias would move the mean).
-    Post-processing.
+    Older targets are dropped while the rest still drift (:func:`_drifted`): a trend
+    means the iterates had not yet arrived. Post-processing.
 
     Returns the mean, its covariance over the release noise, and whether any target was
     settled (else the last iterate, which is not yet at the mode). The targets' noises are
@@ -959,8 +961,56 @@ def _converged_mean(targets: list[_Target], last: np.ndarray):
         tail.append(target)
     if not tail:
         return last, (targets[-1].cov if targets else None), False
+    tail.reverse()  # (oldest first)
+    while precision is not None and len(tail) > 1 and _drifted(tail, precision):
+        tail.pop(0)
+    return *_weighted_mean(tail), True
+
+
+def _weighted_mean(tail: list[_Target]):
+    """The precision-weighted mean of ``tail`` and its covariance over the release noise."""
     weights = np.array([1.0 / t.noise_length**2 for t in tail])
     total = weights.sum()
     mean = np.sum([a * t.point for t, a in zip(tail, weights)], axis=0) / total
     cov = np.sum([a**2 * t.cov for t, a in zip(tail, weights)], axis=0) / total**2
-    return mean, cov, True
+    return mean, cov
+
+
+#: How improbable, under release noise alone, the gap between the older and the newer
+#: half of the settled targets must be to count as drift (:func:`_drifted`).
+_DRIFT_LEVEL = 1e-3
+
+#: The drift test assumes the targets' noise variance up to this many times what their
+#: gradient noise alone gives (the curvature's noise and the clip bounds move them too),
+#: and never less than a quarter of a posterior variance per direction.
+_DRIFT_NOISE_ALLOWANCE = 2.0
+_DRIFT_FLOOR = 0.25
+
+
+def _drifted(tail: list[_Target], precision: np.ndarray) -> bool:
+    """Whether the older half of ``tail`` (oldest first) sits further from the newer half
+    than the targets' release noise explains (post-processing of released values).
+
+    Where the noise is large (a small ε, many parameters) every step is short against it
+    and counts as settled, even while the iterates still travel towards the mode a few
+    posterior sds per iteration (a hierarchical model on the data's own scales at ε = 4,
+    from about sixty posterior sds away to under twenty in fifteen settled iterations: their
+    mean sat halfway). Settled targets are draws around one point; a trend is not.
+
+    The gap is measured in the posterior's metric (``precision``, the released curvature
+    on θ), where the halves' noise covariance C is compared as ``2C + I/4``
+    (:data:`_DRIFT_NOISE_ALLOWANCE`, :data:`_DRIFT_FLOOR`): directions the noise hardly
+    touches (a hierarchical prior's ridge, which follows the likelihood's parameters) do
+    not turn a fraction of a posterior sd into drift. Its χ² statistic is compared with
+    the χ²_d quantile at 1 − :data:`_DRIFT_LEVEL`.
+    """
+    from scipy.stats import chi2
+
+    half = len(tail) // 2
+    (old, old_cov), (new, new_cov) = _weighted_mean(tail[:half]), _weighted_mean(tail[half:])
+    vals, vecs = np.linalg.eigh(0.5 * (precision + precision.T))
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))  # (xᵀ H x = ‖rootᵀ x‖²)
+    gap = root.T @ (new - old)
+    cov = _DRIFT_NOISE_ALLOWANCE * (root.T @ (old_cov + new_cov) @ root) + _DRIFT_FLOOR * np.eye(len(gap))
+    statistic = float(gap @ np.linalg.solve(cov, gap))
+    return statistic > float(chi2.ppf(1.0 - _DRIFT_LEVEL, len(gap)))

@@ -419,6 +419,39 @@ def test_the_mode_averages_every_iteration_whose_step_was_only_noise():
     assert 0.6 < np.mean(z2) < 1.6
 
 
+def test_the_mode_leaves_out_settled_targets_that_were_still_travelling():
+    # Where the noise is large every step counts as settled, also while the iterates still
+    # travel towards the mode. Twelve targets, each with noise sd 1 per coordinate: moving
+    # 3 sds per iteration along one axis, the average of all would sit 16 sds behind the
+    # last; the mean must keep up with the newest targets. Without a trend (draws around
+    # one point) the drift test must almost never fire, and the mean is that of all twelve.
+    # (The posterior's curvature is I: the noise is one posterior sd per coordinate.)
+    from pymc_dp.kernels.warmup import _converged_mean, _Target
+
+    d, count = 5, 12
+    cov = np.eye(d)
+
+    def targets(rng, speed):
+        return [
+            _Target(speed * t * np.eye(d)[0] + rng.standard_normal(d), 1.0, 1.0, 1.0, True, cov)
+            for t in range(count)
+        ]
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        travelling = targets(rng, 3.0)
+        mean, noise_cov, converged = _converged_mean(travelling, travelling[-1].point, np.eye(d))
+        assert converged
+        assert abs(mean[0] - 3.0 * (count - 1)) < 8.0  # (the full average: 16.5 behind)
+        assert noise_cov[0, 0] > 1.0 / count  # (it says it averaged fewer targets)
+    kept_all = 0
+    for _ in range(300):
+        still = targets(rng, 0.0)
+        mean, noise_cov, _ = _converged_mean(still, still[-1].point, np.eye(d))
+        kept_all += bool(np.allclose(mean, np.mean([t.point for t in still], axis=0)))
+    assert kept_all >= 294
+
+
 def test_the_warmup_releases_on_the_likelihoods_parameters_where_they_bend():
     # As many parameters as θ: an affine φ keeps θ's coordinates; a curved one (a banana's
     # θ₂ + aθ₁²) gets the chart where it bends within a posterior sd (the metric's), and
