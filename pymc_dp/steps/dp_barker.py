@@ -320,6 +320,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         )
         return most
 
+    def _chain_moves(self, iterations: int) -> float:
+        return math.inf  # (its budget's figure already counts the walk's iterations)
+
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         # The iterations per chain the budget buys with a batch large enough that clipping
         # leaves typical moves alone, at a random walk's best efficiency; none if no batch

@@ -16,7 +16,7 @@ from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
-from pymc_dp.steps.warmup import _CLIP_RATIO_SQUARED, PrivateWarmup
+from pymc_dp.steps.warmup import _CLIP_RATIO_SQUARED, MCMC_MIN_MOVES, PrivateWarmup
 
 __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 
@@ -30,6 +30,11 @@ _HAND_SETTINGS = (
     "coordinates. Give both clip bounds (in θ's units) when you give one of them or "
     "inv_mass, and when you turn the warm-up off (warmup=False); or give none of them."
 )
+
+#: Independent draws per iteration of HMC at its best: a trajectory can carry the chain a
+#: posterior's width, but at the optimal step size about 35 % of them are rejected (Beskos
+#: et al. 2013: acceptance 0.65). A planning figure.
+HMC_EFFICIENCY = 0.65
 
 #: Leapfrog steps per iteration with the warm-up's whitened coordinates (each one is a
 #: gradient release: short paths leave more budget per gradient).
@@ -398,18 +403,24 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         state["_hmc_state"] = None
         return state
 
+    def _chain_moves(self, iterations: int) -> float:
+        return HMC_EFFICIENCY * int(iterations)
+
     def _mcmc_length(self, chains: int) -> tuple[int, int]:
         """A chain as long as its gradients stay informative.
 
         The noise of a released gradient (whitened coordinates, where the log posterior's
         gradient has size about 1) is ``2 b z_g`` with b² ≈ κ² d / n and
         ``z_g² = (kL + 1) / (2 s μ)``: it stays below 1 while ``kL + 1 ≤ s μ n / (2 κ² d)``.
-        Public numbers only; between 50 and 1000 iterations, 30 % of them tuning.
+        Public numbers only; 30 % of them tuning, at least 50 iterations and at most as
+        many as make :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` draws at
+        :data:`HMC_EFFICIENCY` (1539).
         """
         mu = (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
         n, d = self.private_model.n_data, self.private_model.dim
         gradients = self.budget_split * mu * n / (2 * _CLIP_RATIO_SQUARED * d)
-        k = int(np.clip((gradients - 1) / self.n_steps, 50, 1000))
+        longest = int(np.ceil(MCMC_MIN_MOVES / HMC_EFFICIENCY))
+        k = int(np.clip((gradients - 1) / self.n_steps, 50, longest))
         tune = max(20, int(0.3 * k))
         return k - tune, tune
 

@@ -67,6 +67,17 @@ _CLIP_RATIO_SQUARED = 4.0
 MCMC_MIN_MOVES = 1000.0
 
 
+#: Independent draws per iteration of a random walk at its optimal scale on a d-dimensional
+#: Gaussian, times d (Roberts & Rosenthal 2001: about 0.33/d for Metropolis). A planning
+#: figure: however little noise the budget leaves, a chain of k iterations cannot make more
+#: than ``0.33 k / d`` independent draws.
+RANDOM_WALK_EFFICIENCY = 0.33
+
+#: The longest chain (tuning included) the default length gives a random-walk step, so that
+#: it can make the draws its budget buys (:meth:`PrivateWarmup._mcmc_length`).
+MAX_DEFAULT_ITERATIONS = 20_000
+
+
 #: Curvature noise (in the warm-up's metric, over its last iterations) above which the
 #: approximation is flagged: on the benchmark's models it stays below 1.3 (ε ≥ 1, n = 10⁴);
 #: with 30 groups of unequal size it reached 4–8 while a slope stayed at its start.
@@ -325,7 +336,10 @@ class PrivateWarmup:
         if self.warmup is None and self._refuse_frozen:
             return  # (no warm-up, so no approximation: the user asked for that MCMC run)
         moves = self._expected_moves(chains, iterations)
-        mcmc = self.method == "mcmc" or self.warmup is None or moves >= self._min_moves()
+        # (the auto choice also asks whether a chain this long can make them: a frozen
+        # chain is one the noise stops, not a short one)
+        mixing = self._within_chain(moves, iterations)
+        mcmc = self.method == "mcmc" or self.warmup is None or mixing >= self._min_moves()
         if mcmc and moves < 1.0 and not self._refuse_frozen:
             # (a step whose budget bounds its iterations runs what it was asked to run)
             self._warn_once(
@@ -349,7 +363,7 @@ class PrivateWarmup:
                     "data was read."
                 )
             return
-        laplace = moves < self._min_moves()
+        laplace = mixing < self._min_moves()
         with self._changing_settings():
             self._laplace = laplace
         if laplace:
@@ -366,7 +380,10 @@ class PrivateWarmup:
             reads = " (it reads every row, not batches)" if self._subsampled else ""
             self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
-                f"draws per chain here, too few for chains to mix (method='auto' asks for "
+                f"draws per chain here"
+                + (f" and a chain of {iterations} iterations can make at most "
+                   f"{self._chain_moves(iterations):.2g}" if mixing < moves else "")
+                + f", too few for chains to mix (method='auto' asks for "
                 f"{self._min_moves():.0f}); the draws come from the private Laplace "
                 f"approximation (the exact prior times a Gaussian likelihood) that the whole "
                 f"budget pays for{reads}. "
@@ -394,6 +411,24 @@ class PrivateWarmup:
             self.private_model.dim,
         )
 
+    def _chain_moves(self, iterations: int) -> float:
+        """The most independent draws a chain of ``iterations`` can make however little
+        noise it carries: a random walk's best, :data:`RANDOM_WALK_EFFICIENCY` / d per
+        iteration. Public numbers only."""
+        return RANDOM_WALK_EFFICIENCY * int(iterations) / self.private_model.dim
+
+    def _mixing_moves(self, chains: int, iterations: int | None = None) -> float:
+        """The independent draws per chain the budget buys (:meth:`_expected_moves`) and
+        a chain of this length can make (:meth:`_chain_moves`), whichever is fewer."""
+        if iterations is None:
+            iterations = sum(self._mcmc_length(chains))
+        return self._within_chain(self._expected_moves(chains, iterations), iterations)
+
+    def _within_chain(self, moves: float, iterations: int) -> float:
+        if self._mcmc_asked:  # (settings given by hand: only a frozen chain leaves MCMC)
+            return moves
+        return min(moves, self._chain_moves(iterations))
+
     def _sampling_mu_equivalent(self, iterations: int, chains: int) -> float:
         """The μ of full-data Gaussian releases as noisy as a chain's MCMC releases would be.
 
@@ -407,7 +442,7 @@ class PrivateWarmup:
             return True
         return (
             self.method == "auto" and self.laplace_capable and not self._fixed_noise
-            and self.warmup is not None and self._expected_moves(chains) < self._min_moves()
+            and self.warmup is not None and self._mixing_moves(chains) < self._min_moves()
         )
 
     def _min_moves(self) -> float:
@@ -425,9 +460,14 @@ class PrivateWarmup:
 
     def _mcmc_length(self, chains: int) -> tuple[int, int]:
         # Random-walk steps: how far a chain moves does not grow with its length (more
-        # iterations, more noise each), so a length that tunes the scale twice and gives
-        # enough draws for diagnostics.
-        return 500, 200
+        # iterations, more noise each) until the walk itself is the limit, at
+        # RANDOM_WALK_EFFICIENCY / d draws per iteration. So 700 iterations (the scale is
+        # tuned twice, enough draws for diagnostics), or as many as the draws the budget
+        # buys need, up to MCMC_MIN_MOVES and MAX_DEFAULT_ITERATIONS.
+        tune, shortest = 200, 700
+        moves = min(self._expected_moves(chains, shortest), MCMC_MIN_MOVES)
+        wanted = np.ceil(moves * self.private_model.dim / RANDOM_WALK_EFFICIENCY)
+        return int(np.clip(wanted, shortest, MAX_DEFAULT_ITERATIONS)) - tune, tune
 
     def _plan_notes(self, iterations: int, chains: int) -> list[str]:
         notes = []
@@ -440,7 +480,7 @@ class PrivateWarmup:
                 f"noise sd 1/√{chains} of a chain's own)"
             )
         if self.laplace_capable:
-            moves = self._expected_moves(chains, iterations)
+            moves = self._mixing_moves(chains, iterations)
             if self._laplace:
                 notes.append(
                     "draws: from the private Laplace approximation (no further release; "

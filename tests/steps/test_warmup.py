@@ -321,15 +321,49 @@ def test_mcmc_refuses_a_run_that_would_freeze_before_reading_data(
 
 
 def test_sample_picks_the_length_from_the_budget(make_conjugate):
-    # DPHMC: as long as its gradients stay informative, so longer with more budget
+    # DPHMC's MCMC: as long as its gradients stay informative, so longer with more budget
     model, *_ = make_conjugate(n=5000)
     with model:
-        short = pymc_dp.DPHMC(eps=30.0, chains=2).default_length(2)
-        long = pymc_dp.DPHMC(eps=100.0, chains=2).default_length(2)
+        short = pymc_dp.DPHMC(eps=30.0, chains=2)._mcmc_length(2)
+        long = pymc_dp.DPHMC(eps=100.0, chains=2)._mcmc_length(2)
         assert sum(long) > sum(short)
-        step = pymc_dp.DPHMC(eps=100.0, chains=2)
+        step = pymc_dp.DPHMC(eps=100.0, chains=2, method="mcmc")
+        assert step.default_length(2) == long
         idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
     assert idata.posterior.sizes["draw"] == long[0]
+
+
+def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buys(make_conjugate):
+    # However little noise the budget leaves, a random walk of k iterations makes at most
+    # about 0.33 k / d independent draws: the default chain is made that long, and a
+    # shorter chain asked for is not enough for auto's MCMC.
+    from pymc_dp.steps.warmup import MCMC_MIN_MOVES, RANDOM_WALK_EFFICIENCY
+
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        assert step._expected_moves(2, 700) >= MCMC_MIN_MOVES  # (the regime)
+        draws, tune = step.default_length(2)
+        assert RANDOM_WALK_EFFICIENCY * (draws + tune) >= MCMC_MIN_MOVES
+        assert not step._will_use_laplace(2)
+        short = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="can make at most"):
+            short.plan(chains=2, draws=500, tune=200)
+        assert short._laplace
+        # DPHMC: 0.65 draws per iteration at best. Its default Laplace run (1000 free draws,
+        # no tuning) is not taken for a chain long enough: the choice stays the same.
+        from pymc_dp.steps.dp_hmc import HMC_EFFICIENCY
+
+        hmc = pymc_dp.DPHMC(eps=50.0, chains=2)
+        assert hmc._expected_moves(2, 223) >= MCMC_MIN_MOVES
+        assert hmc._mixing_moves(2, 223) == pytest.approx(HMC_EFFICIENCY * 223)
+        assert hmc._will_use_laplace(2) and hmc.default_length(2) == (1000, 0)
+        hmc.plan(chains=2)
+        assert hmc._laplace
+        # with budget enough for a chain of 1539 iterations (its longest), HMC
+        far = pymc_dp.DPHMC(eps=1000.0, chains=2)
+        assert not far._will_use_laplace(2)
+        assert HMC_EFFICIENCY * sum(far.default_length(2)) >= MCMC_MIN_MOVES
 
 
 def test_dpbarker_chooses_the_largest_batch_its_budget_pays_for(make_conjugate):
