@@ -419,7 +419,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         mu = (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
         n, d = self.private_model.n_data, self.private_model.dim
         gradients = self.budget_split * mu * n / (2 * _CLIP_RATIO_SQUARED * d)
-        longest = int(np.ceil(MCMC_MIN_MOVES / HMC_EFFICIENCY))
+        # (noise given by hand: the budget bounds the iterations, as before the rule above)
+        longest = 1000 if self._fixed_noise else int(np.ceil(MCMC_MIN_MOVES / HMC_EFFICIENCY))
         k = int(np.clip((gradients - 1) / self.n_steps, 50, longest))
         tune = max(20, int(0.3 * k))
         return k - tune, tune

@@ -372,6 +372,11 @@ class PrivateWarmup:
                     "The MCMC settings given are not used; give a larger budget or fewer "
                     "chains to run MCMC with them."
                 )
+            elif mixing < moves:
+                advice = (
+                    "Give a longer chain (draws=…) for MCMC, or method='mcmc' to run it "
+                    "anyway."
+                )
             else:
                 advice = (
                     "Give a larger budget or fewer chains for MCMC, or method='mcmc' to run "
@@ -382,7 +387,10 @@ class PrivateWarmup:
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
                 f"draws per chain here"
                 + (f" and a chain of {iterations} iterations can make at most "
-                   f"{self._chain_moves(iterations):.2g}" if mixing < moves else "")
+                   f"{self._chain_moves(iterations):.2g} (of the default MCMC length, "
+                   f"{sum(self._mcmc_length(chains))} iterations: "
+                   f"{self._chain_moves(sum(self._mcmc_length(chains))):.2g})"
+                   if mixing < moves else "")
                 + f", too few for chains to mix (method='auto' asks for "
                 f"{self._min_moves():.0f}); the draws come from the private Laplace "
                 f"approximation (the exact prior times a Gaussian likelihood) that the whole "
@@ -465,6 +473,8 @@ class PrivateWarmup:
         # tuned twice, enough draws for diagnostics), or as many as the draws the budget
         # buys need, up to MCMC_MIN_MOVES and MAX_DEFAULT_ITERATIONS.
         tune, shortest = 200, 700
+        if self._fixed_noise:  # (noise given by hand: the budget bounds the iterations)
+            return shortest - tune, tune
         moves = min(self._expected_moves(chains, shortest), MCMC_MIN_MOVES)
         wanted = np.ceil(moves * self.private_model.dim / RANDOM_WALK_EFFICIENCY)
         return int(np.clip(wanted, shortest, MAX_DEFAULT_ITERATIONS)) - tune, tune
@@ -482,9 +492,13 @@ class PrivateWarmup:
         if self.laplace_capable:
             moves = self._mixing_moves(chains, iterations)
             if self._laplace:
+                length = sum(self._mcmc_length(chains))
+                budget = self._expected_moves(chains, length)
                 notes.append(
                     "draws: from the private Laplace approximation (no further release; "
-                    f"the budget would buy about {moves:.2g} independent MCMC draws per chain)"
+                    f"the budget would buy about {budget:.2g} independent MCMC draws per "
+                    f"chain, and a chain of {length} iterations could make at most "
+                    f"{self._within_chain(np.inf, length):.2g})"
                 )
             else:
                 notes.append(f"draws: MCMC, about {moves:.2g} independent draws per chain expected")

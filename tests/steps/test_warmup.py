@@ -366,6 +366,23 @@ def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buy
         assert HMC_EFFICIENCY * sum(far.default_length(2)) >= MCMC_MIN_MOVES
 
 
+@pytest.mark.parametrize("step_name", ["DPPenalty", "MinibatchDPPenalty"])
+def test_a_noise_multiplier_given_by_hand_keeps_the_default_length_its_budget_pays_for(
+    make_conjugate, step_name
+):
+    # Noise fixed by hand: the budget bounds the iterations, so the default chain must not
+    # grow with the budget's expected draws (which assume calibrated noise): a multiplier
+    # that pays for 700 iterations plans without a refusal.
+    model, *_ = make_conjugate(n=2000)
+    cls = getattr(pymc_dp, step_name)
+    with model:
+        calibrated = cls(eps=50.0, chains=2, method="mcmc")
+        calibrated.plan(chains=2, draws=500, tune=200)
+        fixed = cls(eps=50.0, chains=2, noise_multiplier=1.05 * calibrated.noise_multiplier)
+        assert sum(fixed.default_length(2)) == 700
+        assert fixed.plan(chains=2).cost <= 50.0
+
+
 def test_dpbarker_chooses_the_largest_batch_its_budget_pays_for(make_conjugate):
     from pymc_dp.accounting.barker import barker_max_iterations
 
