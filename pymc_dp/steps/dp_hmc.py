@@ -16,7 +16,7 @@ from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
-from pymc_dp.steps.warmup import _CLIP_RATIO_SQUARED, MCMC_MIN_MOVES, PrivateWarmup
+from pymc_dp.steps.warmup import MCMC_MIN_MOVES, PrivateWarmup
 
 __all__ = ["DPHMC", "DEFAULT_BUDGET_SPLIT", "mass_matrix_windows"]
 
@@ -410,15 +410,15 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         """A chain as long as its gradients stay informative.
 
         The noise of a released gradient (whitened coordinates, where the log posterior's
-        gradient has size about 1) is ``2 b z_g`` with b² ≈ κ² d / n and
-        ``z_g² = (kL + 1) / (2 s μ)``: it stays below 1 while ``kL + 1 ≤ s μ n / (2 κ² d)``.
+        gradient has size about 1) is ``2 b z_g`` with b² = c / n (``_clip_squared``: the
+        clip the warm-up will set) and ``z_g² = (kL + 1) / (2 s μ)``: it stays below 1 while
+        ``kL + 1 ≤ s μ n / (2 c)``.
         Public numbers only; 30 % of them tuning, at least 50 iterations and at most as
         many as make :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` draws at
         :data:`HMC_EFFICIENCY` (1539).
         """
         mu = (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
-        n, d = self.private_model.n_data, self.private_model.dim
-        gradients = self.budget_split * mu * n / (2 * _CLIP_RATIO_SQUARED * d)
+        gradients = self.budget_split * mu * self.private_model.n_data / (2 * self._clip_squared())
         # (noise given by hand: the budget bounds the iterations, as before the rule above)
         longest = 1000 if self._fixed_noise else int(np.ceil(MCMC_MIN_MOVES / HMC_EFFICIENCY))
         k = int(np.clip((gradients - 1) / self.n_steps, 50, longest))

@@ -54,7 +54,8 @@ __all__ = [
 METHODS = ("auto", "mcmc", "laplace")
 
 #: The clip bound's square in units of its expectation d/n in the whitened metric (a high
-#: quantile of a norm whose square is about χ²_d / n): a planning figure, read no data.
+#: quantile of a norm whose square is about χ²_d / n): a planning figure, read no data,
+#: for a step without a warm-up plan (:meth:`PrivateWarmup._clip_squared`).
 _CLIP_RATIO_SQUARED = 4.0
 
 
@@ -92,19 +93,21 @@ class WarmupNotConvergedWarning(UserWarning):
     """The private warm-up's last Newton steps were still long: it may be far from the mode."""
 
 
-def expected_moves(mu: float, n: int, dim: int) -> float:
+def expected_moves(mu: float, n: int, dim: int, clip_squared: float | None = None) -> float:
     """About how many independent posterior draws a random walk buys with Gaussian μ.
 
     A penalty release for a move of whitened length ‖Δu‖ with noise σ ≈ 1 (where proposals
-    still pass) costs μ ≈ 2 b² ‖Δu‖² with clip b² ≈ κ² d / n; a random walk needs
-    Σ ‖Δu‖² ≈ d per independent draw in d dimensions. So the budget buys about
-    ``μ n / (2 κ² d²)`` draws, whatever the chain's length (longer chains only take smaller
-    steps). Public numbers only; a planning figure, not a guarantee.
+    still pass) costs μ ≈ 2 b² ‖Δu‖² with clip b² = c / n (``clip_squared`` = c; default
+    κ² d with κ² = 4); a random walk needs Σ ‖Δu‖² ≈ d per independent draw in d
+    dimensions. So the budget buys about ``μ n / (2 c d)`` draws, whatever the chain's
+    length (longer chains only take smaller steps). Public numbers only; a planning figure,
+    not a guarantee.
 
     >>> round(expected_moves(0.009, 10_000, 5), 2)
     0.45
     """
-    return float(mu) * int(n) / (2.0 * _CLIP_RATIO_SQUARED * int(dim) ** 2)
+    c = _CLIP_RATIO_SQUARED * int(dim) if clip_squared is None else float(clip_squared)
+    return float(mu) * int(n) / (2.0 * c * int(dim))
 
 #: The default warm-up: half of each chain's μ over sixteen noisy Newton iterations,
 #: clip bounds at the 0.999 quantile (see docs/private-mcmc.md, "Settings chosen privately").
@@ -417,7 +420,19 @@ class PrivateWarmup:
             self._sampling_mu_equivalent(iterations, chains),
             self.private_model.n_data,
             self.private_model.dim,
+            self._clip_squared(),
         )
+
+    def _clip_squared(self) -> float:
+        """n b² for the clip bound b the warm-up will set (whitened: a datum's squared
+        gradient norm is about χ²_d / n, and the bound is the plan's margin times its
+        quantile of the norms, no lower than that quantile of √(χ²_d / n)). Public."""
+        from scipy.stats import chi2
+
+        d = self.private_model.dim
+        if self.warmup is None:
+            return _CLIP_RATIO_SQUARED * d
+        return self.warmup.clip_margin**2 * float(chi2.ppf(self.warmup.quantile, d))
 
     def _chain_moves(self, iterations: int) -> float:
         """The most independent draws a chain of ``iterations`` can make however little
@@ -506,8 +521,8 @@ class PrivateWarmup:
         if ratio and hasattr(ratio[0], "noise_multiplier"):
             from scipy.stats import norm
 
-            n, d = self.private_model.n_data, self.private_model.dim
-            sigma = 2.0 * np.sqrt(_CLIP_RATIO_SQUARED * d / n) * ratio[0].noise_multiplier
+            n = self.private_model.n_data
+            sigma = 2.0 * np.sqrt(self._clip_squared() / n) * ratio[0].noise_multiplier
             notes.append(
                 f"expected acceptance of a move of one posterior sd, from the ratio's noise "
                 f"alone: {2 * norm.cdf(-sigma / 2):.2f} (noise sd ≈ {sigma:.3g})"

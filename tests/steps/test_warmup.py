@@ -213,7 +213,7 @@ def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_c
     assert "log-likelihood ratio" not in idata.attrs["dp_report"]
     assert idata.attrs["dp_epsilon"] <= 0.3
     with model:  # with budget enough to move, MCMC
-        step = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=500.0, chains=2)
         assert not step._will_use_laplace(2)
 
 
@@ -341,12 +341,12 @@ def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buy
 
     model, *_ = make_conjugate(n=2000)
     with model:
-        step = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        step = pymc_dp.DPPenalty(eps=500.0, chains=2)
         assert step._expected_moves(2, 700) >= MCMC_MIN_MOVES  # (the regime)
         draws, tune = step.default_length(2)
         assert RANDOM_WALK_EFFICIENCY * (draws + tune) >= MCMC_MIN_MOVES
         assert not step._will_use_laplace(2)
-        short = pymc_dp.DPPenalty(eps=50.0, chains=2)
+        short = pymc_dp.DPPenalty(eps=500.0, chains=2)
         with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="can make at most"):
             short.plan(chains=2, draws=500, tune=200)
         assert short._laplace
@@ -354,16 +354,41 @@ def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buy
         # no tuning) is not taken for a chain long enough: the choice stays the same.
         from pymc_dp.steps.dp_hmc import HMC_EFFICIENCY
 
-        hmc = pymc_dp.DPHMC(eps=50.0, chains=2)
+        hmc = pymc_dp.DPHMC(eps=500.0, chains=2)
         assert hmc._expected_moves(2, 223) >= MCMC_MIN_MOVES
         assert hmc._mixing_moves(2, 223) == pytest.approx(HMC_EFFICIENCY * 223)
         assert hmc._will_use_laplace(2) and hmc.default_length(2) == (1000, 0)
         hmc.plan(chains=2)
         assert hmc._laplace
         # with budget enough for a chain of 1539 iterations (its longest), HMC
-        far = pymc_dp.DPHMC(eps=1000.0, chains=2)
+        far = pymc_dp.DPHMC(eps=10_000.0, chains=2)
         assert not far._will_use_laplace(2)
         assert HMC_EFFICIENCY * sum(far.default_length(2)) >= MCMC_MIN_MOVES
+
+
+def test_the_expected_draws_count_the_clip_bound_the_warmup_will_set(make_conjugate):
+    # A penalty release costs in proportion to b², the clip the warm-up sets: its plan's
+    # margin times its quantile of norms whose square is about χ²_d / n. Twice the margin,
+    # a quarter of the draws; at d = 1 the 0.999 quantile with margin 1.5 is 24.4 / n, six
+    # times the old constant's 4 d / n.
+    import dataclasses
+
+    from scipy.stats import chi2
+
+    from pymc_dp.steps.warmup import DEFAULT_WARMUP, expected_moves
+
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPPenalty(eps=20.0, chains=2)
+        wide = pymc_dp.DPPenalty(
+            eps=20.0, chains=2, warmup=dataclasses.replace(DEFAULT_WARMUP, clip_margin=3.0)
+        )
+        assert step._clip_squared() == pytest.approx(1.5**2 * chi2.ppf(0.999, 1))
+        mu = step._sampling_mu_equivalent(700, 2)
+        assert step._expected_moves(2, 700) == pytest.approx(
+            expected_moves(mu, 2000, 1) * 4.0 / step._clip_squared()
+        )
+        assert wide._expected_moves(2, 700) == pytest.approx(step._expected_moves(2, 700) / 4)
 
 
 @pytest.mark.parametrize("step_name", ["DPPenalty", "MinibatchDPPenalty"])
