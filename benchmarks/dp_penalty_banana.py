@@ -89,15 +89,16 @@ Usage::
 ``pymc_dp.sample`` with the library's own run length, start and settings (its private
 warm-up; the Laplace approximation when the budget cannot make MCMC mix).
 
-Run to completion with ``--config defaults`` (20 chains, data seed 0, 2026-11-26, code of
-commit a1941d6), median MMD at ε = 1 / 2 / 4 / 6: 0.158 / 0.086 / 0.061 / 0.182, against
-``tuned`` 0.322 / 0.194 / 0.113 / 0.087 (100 chains, above) and the thesis' ≈ 0.33 at ε = 1
-and ≈ 0.12 at ε = 6. At ε ≤ 4 the draws come from the private Laplace approximation,
-which here releases on the likelihood's own parameters (θ₁, θ₂ + 20θ₁²) and draws the
-exact prior times a Gaussian likelihood on them: the banana's own shape. At ε = 6 the
-budget is large enough for ``method="auto"`` to run MCMC (500 iterations of the guided
-walk after 200 of tuning, acceptance 0.51), which does worse than the approximation would
-(quartiles [0.147, 0.320], a few chains astray at MMD ≈ 0.95). Before the warm-up
+Run to completion with ``--config defaults`` (20 chains, data seed 0, 2026-11-26; ε ≤ 4
+with the code of commit ba9aa8f, ε = 6 with d7ea0bb, whose changes only decide between MCMC
+and the approximation, and all four draw from the approximation there), median MMD at
+ε = 1 / 2 / 4 / 6: 0.143 / 0.085 / 0.063 / 0.056, against ``tuned`` 0.322 / 0.194 / 0.113 /
+0.087 (100 chains, above) and the thesis' ≈ 0.33 at ε = 1 and ≈ 0.12 at ε = 6. The draws
+come from the private Laplace approximation, which here releases on the likelihood's own
+parameters (θ₁, θ₂ + 20θ₁²) and draws the exact prior times a Gaussian likelihood on them:
+the banana's own shape. Before ``method="auto"`` counted the clip bound the warm-up sets
+and the draws a chain of its length can make, it ran MCMC at ε = 6: 0.182 with 700
+iterations (code of a1941d6), 0.165 with 6061 (ba9aa8f). Before the warm-up
 released on those parameters the defaults gave 0.92 / 0.91 / 0.89 / 0.92 (4 chains).
 """
 

@@ -505,17 +505,16 @@ class PrivateWarmup:
                 f"noise sd 1/√{chains} of a chain's own)"
             )
         if self.laplace_capable:
-            moves = self._mixing_moves(chains, iterations)
             if self._laplace:
                 length = sum(self._mcmc_length(chains))
-                budget = self._expected_moves(chains, length)
                 notes.append(
                     "draws: from the private Laplace approximation (no further release; "
-                    f"the budget would buy about {budget:.2g} independent MCMC draws per "
-                    f"chain, and a chain of {length} iterations could make at most "
-                    f"{self._within_chain(np.inf, length):.2g})"
+                    f"the budget would buy about {self._expected_moves(chains, length):.2g} "
+                    f"independent MCMC draws per chain, and a chain of {length} iterations "
+                    f"could make at most {self._chain_moves(length):.2g})"
                 )
             else:
+                moves = self._mixing_moves(chains, iterations)
                 notes.append(f"draws: MCMC, about {moves:.2g} independent draws per chain expected")
         ratio = [e for e in self._chain_events(iterations) if e.name == "log-likelihood ratio"]
         if ratio and hasattr(ratio[0], "noise_multiplier"):
