@@ -96,7 +96,7 @@ def test_the_warmup_spends_what_the_ledger_reserved_and_the_run_its_budget(
     # of the ledger, which are the plan's share of the chain: a release made twice, or with
     # less noise than planned, breaks the equality. The run as a whole costs exactly ε.
     spent = _spy_on_warmup_releases(monkeypatch)
-    model, *_ = make_conjugate(n=500)
+    model, *_ = make_conjugate(n=3000)  # (at n = 500 method="mcmc" would refuse: frozen)
     eps, delta = 1.0, 1e-4
     with model:
         step = step_class(eps=eps, delta=delta, chains=1, method="mcmc")
