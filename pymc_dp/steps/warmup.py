@@ -426,11 +426,12 @@ class PrivateWarmup:
     def _clip_squared(self) -> float:
         """n b² for the clip bound b the warm-up will set (whitened: a datum's squared
         gradient norm is about χ²_d / n, and the bound is the plan's margin times its
-        quantile of the norms, no lower than that quantile of √(χ²_d / n)). Public."""
+        quantile of the norms, no lower than that quantile of √(χ²_d / n)). Public.
+        Bounds given by hand (θ's units) or no warm-up: the planning constant κ² d."""
         from scipy.stats import chi2
 
         d = self.private_model.dim
-        if self.warmup is None:
+        if not self._whiten:
             return _CLIP_RATIO_SQUARED * d
         return self.warmup.clip_margin**2 * float(chi2.ppf(self.warmup.quantile, d))
 
