@@ -19,15 +19,14 @@ from pymc_dp.accounting.validation import check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
-from pymc_dp.steps.warmup import PrivateWarmup
+from pymc_dp.steps.warmup import RANDOM_WALK_EFFICIENCY, PrivateWarmup
 
 __all__ = ["DPBarker"]
 
 
-#: Independent draws per iteration of a random walk at its optimal scale on a d-dimensional
-#: Gaussian target, times d (Roberts & Rosenthal 2001: about 0.33/d for Metropolis); halved
+#: A random walk's best efficiency (Roberts & Rosenthal 2001: 0.33/d for Metropolis) halved
 #: for Barker's acceptance, which accepts at most half as often. A planning figure.
-_BARKER_EFFICIENCY = 0.15
+_BARKER_EFFICIENCY = RANDOM_WALK_EFFICIENCY / 2
 
 #: The smallest batch, in units of T²n, at which DP Barker's clip √b/(nT) stops binding on
 #: a typical move's per-datum ratios: a move of 2.38/√d posterior sds and a datum's

@@ -34,7 +34,7 @@ import numpy as np
 from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.accounting.validation import check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
-from pymc_dp.kernels.warmup import LaplaceWarmup, laplace_warmup, whitening
+from pymc_dp.kernels.warmup import LaplaceWarmup, _whitened_norm_quantile, laplace_warmup, whitening
 from pymc_dp.steps.surrogate import surrogate_posterior
 
 __all__ = [
@@ -428,12 +428,10 @@ class PrivateWarmup:
         gradient norm is about χ²_d / n, and the bound is the plan's margin times its
         quantile of the norms, no lower than that quantile of √(χ²_d / n)). Public.
         Bounds given by hand (θ's units) or no warm-up: the planning constant κ² d."""
-        from scipy.stats import chi2
-
-        d = self.private_model.dim
+        d, n = self.private_model.dim, self.private_model.n_data
         if not self._whiten:
             return _CLIP_RATIO_SQUARED * d
-        return self.warmup.clip_margin**2 * float(chi2.ppf(self.warmup.quantile, d))
+        return n * (self.warmup.clip_margin * _whitened_norm_quantile(self.warmup.quantile, d, n)) ** 2
 
     def _chain_moves(self, iterations: int) -> float:
         """The most independent draws a chain of ``iterations`` can make however little
