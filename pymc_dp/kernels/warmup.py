@@ -482,8 +482,9 @@ def laplace_warmup(
     the mode of the exact prior times the likelihood's quadratic expansion on φ
     (:func:`~pymc_dp.kernels.surrogate.surrogate_mode`); ``prior_grad_fn`` must then be
     cheap and public, as it is called by that optimisation. Returns the mode
-    estimate and the curvature at the last iterate whose step was kept (a step after which
-    the Newton decrement grew fourfold is taken back: :func:`_overshot`); ``clip`` is that
+    estimate and the curvature at the last iterate whose step was kept (a long step that
+    went downhill, or after which the Newton decrement grew fourfold, is taken back:
+    :func:`_retry_radius`); ``clip`` is that
     iterate's clip bound C (a quantile of gradient norms, which the samplers' clipping
     needs).
     """
@@ -575,12 +576,13 @@ def laplace_warmup(
             decrement=decrement, clip=clip, z_grad=z_grad, high=level == quantile,
             prior_hess=prior_hess,
         )
-        if t > 1 and _overshot(here, base, targets[-1]):
-            # The last step made things worse: back to where it started, with a step no
-            # longer than a quarter of it (a trust region on released values: the rejected
-            # point's releases are spent, only their verdict is used).
-            radius = targets.pop().length / _REJECT_RATIO
-            here = base
+        retry = _retry_radius(here, base, targets[-1]) if t > 1 else None
+        if retry is not None:
+            # The last step made things worse: back to where it started, with a shorter
+            # step (a trust region on released values: the rejected point's releases are
+            # spent, only their verdict is used).
+            targets.pop()
+            radius, here = retry, base
         else:
             if t > 1:
                 radius = min(trust_radius, 2.0 * radius)
@@ -665,26 +667,66 @@ class _Iterate:
 #: shorter.
 _REJECT_RATIO = 4.0
 
+#: Noise sds by which the released slopes must say that a step went downhill before it is
+#: taken back (:func:`_retry_radius`), and the shortest retry, as a fraction of the step.
+_DOWNHILL_SDS = 3.0
+_SHORTEST_RETRY = 1.0 / 16.0
 
-def _overshot(here: _Iterate, base: _Iterate, step) -> bool:
-    """Whether ``step`` (its entry in the targets) from ``base`` to ``here`` made things
-    worse (post-processing of released values).
 
-    The Newton decrement gᵀH⁻¹g is a scale-free squared distance to the mode, in posterior
-    sds, from each point's own releases; near the mode the gradient's noise alone makes it
-    up to :attr:`_Iterate.noise_decrement`. Far from the mode a noisy Newton step can jump
-    where the likelihood is wild (Student-t degrees of freedom of 0.01 after one step, a
-    mixture component emptied): the decrement there grew four- to thirteenfold in benchmark
-    runs, and the warm-up never came back. A step is taken back when the decrement grew
-    more than fourfold (the distance doubled) beyond the noise's, and only a long step
-    (longer than its noise explains, :func:`_is_near`): near the mode the decrement also
-    moves with the curvature's noise and the clip bound, and taking short steps back there
-    cost more than it saved.
+def _retry_radius(here: _Iterate, base: _Iterate, step) -> float | None:
+    """The trust radius to retry ``step`` (its entry in the targets) from ``base`` with, if
+    it made things worse; ``None`` to keep it (post-processing of released values).
+
+    Only a long step is judged (longer than its noise explains, :func:`_is_near`): near
+    the mode the releases move with the curvature's noise and the clip bound, and taking
+    short steps back there cost more than it saved. A long step is taken back when
+
+    * **it went downhill.** The released gradients at both ends give the log posterior's
+      slope along the step, s₀ at the start and s₁ where it landed; the trapezoid
+      ``(s₀ + s₁)/2`` estimates the change along it, and a quadratic along the line
+      fell exactly when ``s₁ < −s₀`` (the step was more than twice as long as the line's
+      maximum). Far from the mode of a likelihood that is not concave (Student-t degrees
+      of freedom and scale from a far start) Newton steps of 100–150 posterior sds went
+      back and forth between such points, with no noise at all, for every iteration of
+      the warm-up. The retry goes to where the slope crosses zero by the secant,
+      ``s₀ / (s₀ − s₁)`` of the step. Only where the releases are on θ (a chart on the
+      likelihood's parameters has no slope on θ to compare), and only when the estimate
+      falls by more than :data:`_DOWNHILL_SDS` noise sds.
+    * **the Newton decrement** gᵀH⁻¹g (a scale-free squared distance to the mode, in
+      posterior sds, from each point's own releases; near the mode the gradient's noise
+      alone makes it up to :attr:`_Iterate.noise_decrement`) **grew more than fourfold**
+      (the distance doubled) beyond the noise's: a noisy step can jump where the
+      likelihood is wild (Student-t degrees of freedom of 0.01 after one step, a mixture
+      component emptied), and the warm-up never came back. The retry is a quarter of it.
     """
     if _is_near(step):
-        return False
+        return None
+    downhill = _downhill_fraction(here, base)
+    if downhill is not None:
+        return downhill * step.length
     reference = max(base.decrement, here.noise_decrement)
-    return here.decrement > _REJECT_RATIO * reference
+    if here.decrement > _REJECT_RATIO * reference:
+        return step.length / _REJECT_RATIO
+    return None
+
+
+def _downhill_fraction(here: _Iterate, base: _Iterate) -> float | None:
+    """The secant's fraction of the step from ``base`` to ``here`` if the released slopes
+    say it went downhill (see :func:`_retry_radius`), else ``None``."""
+    if here.lift is not None or base.lift is not None:
+        return None
+    move = here.q - base.q
+    # slopes along the move: ∇θ = W⁻¹ g̃ at each end; the noise N(0, σ² I) on g̃ gives a
+    # slope noise sd σ ‖W⁻ᵀ move‖
+    start, end = (float((it.w_inv @ it.grad_white) @ move) for it in (base, here))
+    sd = float(np.hypot(
+        base.noise_sd * np.linalg.norm(base.w_inv.T @ move),
+        here.noise_sd * np.linalg.norm(here.w_inv.T @ move),
+    ))
+    if not start + end < -_DOWNHILL_SDS * sd:
+        return None
+    secant = start / (start - end) if start > 0.0 else _SHORTEST_RETRY
+    return float(np.clip(secant, _SHORTEST_RETRY, 0.5))
 
 
 def _newton_target(

@@ -306,39 +306,150 @@ def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_
 
     if not take_back:
         monkeypatch.setattr(kernel, "_REJECT_RATIO", np.inf)
+        monkeypatch.setattr(kernel, "_DOWNHILL_SDS", np.inf)
     results = [_flat_direction_run(seed, prior_guard=True) for seed in range(20)]
     assert max(abs(r) for r in results) < 3.0
     # The run that went astray with no guard at all (neither the prior's nor steps taken
     # back).
     monkeypatch.setattr(kernel, "_REJECT_RATIO", np.inf)
+    monkeypatch.setattr(kernel, "_DOWNHILL_SDS", np.inf)
     assert abs(_flat_direction_run(9, prior_guard=False)) > 10.0
 
 
+def _iterate(decrement=0.0, clip=0.01, z=1.0, q=(0.0, 0.0), grad=(0.0, 0.0)):
+    from pymc_dp.kernels.warmup import _Iterate
+
+    return _Iterate(
+        q=np.asarray(q, dtype=float), lift=None, w=np.eye(2),
+        grad_white=np.asarray(grad, dtype=float), grad_sum=np.asarray(grad, dtype=float),
+        hess_sum=np.zeros((2, 2)), hess_noise_sd=0.0, h_shape=np.eye(2), h_step=np.eye(2),
+        damping=0.0, decrement=decrement, clip=clip, z_grad=z, high=True,
+        prior_hess=np.zeros((2, 2)),
+    )
+
+
+def _step(length, noise_length=1.0):  # an entry of the warm-up's targets
+    from pymc_dp.kernels.warmup import _Target
+
+    return _Target(np.zeros(2), length, noise_length, 0.0, True, np.eye(2))
+
+
 def test_a_step_that_makes_the_newton_decrement_grow_is_taken_back():
-    from pymc_dp.kernels.warmup import _Iterate, _overshot, _Target
+    from pymc_dp.kernels.warmup import _retry_radius
 
-    def at(decrement, clip=0.01, z=1.0, high=True):
-        return _Iterate(
-            q=np.zeros(2), lift=None, w=np.eye(2), grad_white=np.zeros(2),
-            grad_sum=np.zeros(2), hess_sum=np.zeros((2, 2)), hess_noise_sd=0.0,
-            h_shape=np.eye(2), h_step=np.eye(2), damping=0.0, decrement=decrement,
-            clip=clip, z_grad=z, high=high, prior_hess=np.zeros((2, 2)),
-        )
-
-    def step(length, noise_length=1.0):  # an entry of the warm-up's targets
-        return _Target(np.zeros(2), length, noise_length, 0.0, True, np.eye(2))
-
-    # A step of 10 sds from 10 sds away that landed twice as far (decrement four times).
-    assert _overshot(at(401.0), at(100.0), step(10.0))
-    assert not _overshot(at(399.0), at(100.0), step(10.0))
+    at = _iterate
+    # A step of 10 sds from 10 sds away that landed twice as far (decrement four times):
+    # retried a quarter as long.
+    assert _retry_radius(at(401.0), at(100.0), _step(10.0)) == 2.5
+    assert _retry_radius(at(399.0), at(100.0), _step(10.0)) is None
     # Near the mode the decrement is the gradient noise's ((2Cz)² χ²₂, 99 % below
     # 4 × 9.21 here): a step is not taken back for growing within four times that.
-    assert not _overshot(at(147.0, clip=1.0), at(0.5), step(10.0))
-    assert _overshot(at(148.0, clip=1.0), at(0.5), step(10.0))
+    assert _retry_radius(at(147.0, clip=1.0), at(0.5), _step(10.0)) is None
+    assert _retry_radius(at(148.0, clip=1.0), at(0.5), _step(10.0)) is not None
     # A step no longer than its noise explains (3 + 2 × its noise's length) is never
     # taken back: near the mode the decrement also moves with the curvature's noise.
-    assert not _overshot(at(401.0), at(100.0), step(4.9, noise_length=1.0))
-    assert _overshot(at(401.0), at(100.0), step(5.1, noise_length=1.0))
+    assert _retry_radius(at(401.0), at(100.0), _step(4.9, noise_length=1.0)) is None
+    assert _retry_radius(at(401.0), at(100.0), _step(5.1, noise_length=1.0)) is not None
+
+
+def test_a_step_that_went_downhill_by_its_slopes_is_retried_where_the_slope_crosses_zero():
+    from pymc_dp.kernels.warmup import _retry_radius
+
+    # A step of 20 from (0, 0) to (20, 0): the slope along it is 10 at the start and −30
+    # where it landed (noise sd 2Cz = 0.02 per coordinate): a quadratic along the line
+    # fell, and its maximum is a quarter of the way (10 / (10 + 30)). The decrement did
+    # not grow, so only the slopes can tell.
+    base = _iterate(decrement=100.0, grad=(10.0, 0.0))
+    landed = _iterate(decrement=100.0, q=(20.0, 0.0), grad=(-30.0, 5.0))
+    assert _retry_radius(landed, base, _step(20.0)) == pytest.approx(5.0)
+    # Past the line's maximum but higher than the start (−8 > −10): kept.
+    assert _retry_radius(_iterate(100.0, q=(20.0, 0.0), grad=(-8.0, 0.0)), base, _step(20.0)) is None
+    # The same slopes within three noise sds of level (noise sd 2 × 10 × 1 × 20 = 400 on
+    # each slope): kept.
+    noisy = dict(decrement=100.0, clip=10.0)
+    assert _retry_radius(
+        _iterate(**noisy, q=(20.0, 0.0), grad=(-30.0, 5.0)),
+        _iterate(**noisy, grad=(10.0, 0.0)), _step(20.0),
+    ) is None
+    # A short step is never judged.
+    assert _retry_radius(landed, base, _step(4.9)) is None
+
+
+def _student_t_regression(seed, n=10_000):
+    """Robust regression as in ``benchmarks/realistic_models.py``: y = 10 + 1.5 x₁ − 0.7 x₂
+    + 2 t₄, parameters (α, β₁, β₂, log σ, log ν), priors N(0, 20²), N(0, 5²),
+    HalfNormal(5), Gamma(2, 0.1). Returns the per-datum gradients, the log posterior and the
+    prior's log density, gradient and negative Hessian."""
+    from scipy.special import digamma
+    from scipy.stats import t as student_t
+
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.uniform(0.0, 4.0, n), rng.normal(size=n)])
+    y = X @ [10.0, 1.5, -0.7] + 2.0 * rng.standard_t(4.0, n)
+    sd = np.array([20.0, 5.0, 5.0])
+
+    def rows(q):
+        sigma, nu = np.exp(q[3]), np.exp(q[4])
+        r = (y - X @ q[:3]) / sigma
+        share = (nu + 1.0) / (nu + r**2)
+        d_nu = 0.5 * (digamma((nu + 1) / 2) - digamma(nu / 2) - 1.0 / nu
+                      - np.log1p(r**2 / nu) + share * r**2 / nu)
+        return np.column_stack([(share * r / sigma)[:, None] * X, share * r**2 - 1.0, nu * d_nu])
+
+    def prior_logp(q):
+        return (-0.5 * np.sum((q[:3] / sd) ** 2) - np.exp(2 * q[3]) / 50 + q[3]
+                + 2 * q[4] - 0.1 * np.exp(q[4]))
+
+    def prior_grad(q):
+        return np.concatenate([-q[:3] / sd**2, [1 - np.exp(2 * q[3]) / 25, 2 - 0.1 * np.exp(q[4])]])
+
+    def prior_hess(q):
+        return np.diag(np.concatenate([1 / sd**2, [2 * np.exp(2 * q[3]) / 25, 0.1 * np.exp(q[4])]]))
+
+    def logp(q):
+        lik = student_t.logpdf(y, np.exp(q[4]), loc=X @ q[:3], scale=np.exp(q[3])).sum()
+        return lik + prior_logp(q)
+
+    return rows, logp, prior_logp, prior_grad, prior_hess
+
+
+@pytest.mark.parametrize("slopes", [True, False])
+def test_newton_steps_that_go_downhill_far_from_a_student_t_mode_are_taken_back(
+    slopes, monkeypatch
+):
+    # From PyMC's start (σ = 5, ν = 20) with next to no noise: the likelihood is not
+    # concave there, and Newton steps of a hundred posterior sds went back and forth (the
+    # realistic benchmark's Student-t regression ended 46 sds off in log ν at ε = 1000).
+    # Taking back the steps that went downhill by their released slopes, every warm-up
+    # reaches the mode.
+    from scipy.optimize import minimize
+
+    import pymc_dp.kernels.warmup as kernel
+
+    if not slopes:
+        monkeypatch.setattr(kernel, "_DOWNHILL_SDS", np.inf)
+    errors = []
+    for seed in range(6):
+        rows, logp, prior_logp, prior_grad, prior_hess = _student_t_regression(seed)
+        start = np.array([0.0, 0.0, 0.0, np.log(5.0), np.log(20.0)])
+        with np.errstate(all="ignore"):
+            found = laplace_warmup(
+                np.random.default_rng(1), start, rows, prior_grad, prior_hess,
+                prior_logp_fn=prior_logp, quantile=0.999,
+                noise_multipliers=np.tile([1e-4] * 4, (16, 1)),
+            )
+        # the exact mode, from the truth, by a quasi-Newton method on the exact gradients
+        exact = minimize(
+            lambda q: -logp(q), np.array([10.0, 1.5, -0.7, np.log(2.0), np.log(4.0)]),
+            jac=lambda q: -(rows(q).sum(0) + prior_grad(q)), method="BFGS",
+            options={"gtol": 1e-6},
+        ).x
+        sds = np.sqrt(np.diag(np.linalg.inv(found.hessian)))
+        errors.append(np.max(np.abs(found.mean - exact) / sds))
+    if slopes:
+        assert max(errors) < 0.5
+    else:  # (seed 4: more than twenty posterior sds off)
+        assert max(errors) > 3.0
 
 
 def test_the_clip_margin_keeps_a_shape_parameter_near_its_mode():

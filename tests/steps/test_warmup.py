@@ -911,6 +911,7 @@ def test_a_newton_step_that_lands_further_from_the_mode_is_taken_back(take_back,
     step.plan(chains=1, draws=10, tune=0)
     if not take_back:
         monkeypatch.setattr(warmup_kernel, "_REJECT_RATIO", np.inf)
+        monkeypatch.setattr(warmup_kernel, "_DOWNHILL_SDS", np.inf)
     pmodel = step.private_model
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
