@@ -682,10 +682,11 @@ def _retry_radius(here: _Iterate, base: _Iterate, step) -> float | None:
     short steps back there cost more than it saved. A long step is taken back when
 
     * **it went downhill.** The released gradients at both ends give the log posterior's
-      slope along the step, s₀ at the start and s₁ where it landed; the trapezoid
-      ``(s₀ + s₁)/2`` estimates the change along it, and a quadratic along the line
-      fell exactly when ``s₁ < −s₀`` (the step was more than twice as long as the line's
-      maximum). Far from the mode of a likelihood that is not concave (Student-t degrees
+      slope along the step, s₀ at the start and s₁ where it landed (of the clipped log
+      posterior each end's releases describe: far from the mode the two ends' clip bounds
+      and metrics differ); the trapezoid ``(s₀ + s₁)/2`` estimates the change along it,
+      and a quadratic along the line fell exactly when ``s₁ < −s₀`` (the step was more
+      than twice as long as the line's maximum). Far from the mode of a likelihood that is not concave (Student-t degrees
       of freedom and scale from a far start) Newton steps of 100–150 posterior sds went
       back and forth between such points, with no noise at all, for every iteration of
       the warm-up. The retry goes to where the slope crosses zero by the secant,
@@ -701,13 +702,13 @@ def _retry_radius(here: _Iterate, base: _Iterate, step) -> float | None:
     """
     if _is_near(step):
         return None
+    fractions = []
     downhill = _downhill_fraction(here, base)
     if downhill is not None:
-        return downhill * step.length
-    reference = max(base.decrement, here.noise_decrement)
-    if here.decrement > _REJECT_RATIO * reference:
-        return step.length / _REJECT_RATIO
-    return None
+        fractions.append(downhill)
+    if here.decrement > _REJECT_RATIO * max(base.decrement, here.noise_decrement):
+        fractions.append(1.0 / _REJECT_RATIO)
+    return min(fractions) * step.length if fractions else None  # (both: the shorter)
 
 
 def _downhill_fraction(here: _Iterate, base: _Iterate) -> float | None:
@@ -717,7 +718,8 @@ def _downhill_fraction(here: _Iterate, base: _Iterate) -> float | None:
         return None
     move = here.q - base.q
     # slopes along the move: ∇θ = W⁻¹ g̃ at each end; the noise N(0, σ² I) on g̃ gives a
-    # slope noise sd σ ‖W⁻ᵀ move‖
+    # slope noise sd σ ‖W⁻ᵀ move‖. (s₀ = c g̃ᵀH⁻¹g̃ ≥ 0, as the move follows base's own
+    # gradient, whose noise it shares: counting it as independent keeps more steps.)
     start, end = (float((it.w_inv @ it.grad_white) @ move) for it in (base, here))
     sd = float(np.hypot(
         base.noise_sd * np.linalg.norm(base.w_inv.T @ move),
@@ -725,8 +727,8 @@ def _downhill_fraction(here: _Iterate, base: _Iterate) -> float | None:
     ))
     if not start + end < -_DOWNHILL_SDS * sd:
         return None
-    secant = start / (start - end) if start > 0.0 else _SHORTEST_RETRY
-    return float(np.clip(secant, _SHORTEST_RETRY, 0.5))
+    # (s₀ ≥ 0 and s₀ + s₁ < 0: s₀ − s₁ > 0)
+    return float(np.clip(start / (start - end), _SHORTEST_RETRY, 0.5))
 
 
 def _newton_target(

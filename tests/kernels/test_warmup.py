@@ -316,12 +316,15 @@ def test_laplace_warmup_stays_where_the_prior_allows_along_a_direction_no_datum_
     assert abs(_flat_direction_run(9, prior_guard=False)) > 10.0
 
 
-def _iterate(decrement=0.0, clip=0.01, z=1.0, q=(0.0, 0.0), grad=(0.0, 0.0)):
+def _iterate(decrement=0.0, clip=0.01, z=1.0, q=(0.0, 0.0), grad=(0.0, 0.0), w=None, lift=None):
+    """An iterate of the warm-up; ``grad`` is the log posterior's gradient on θ (the
+    iterate holds it whitened, W ∇)."""
     from pymc_dp.kernels.warmup import _Iterate
 
+    w = np.eye(2) if w is None else np.asarray(w, dtype=float)
+    white = w @ np.asarray(grad, dtype=float)
     return _Iterate(
-        q=np.asarray(q, dtype=float), lift=None, w=np.eye(2),
-        grad_white=np.asarray(grad, dtype=float), grad_sum=np.asarray(grad, dtype=float),
+        q=np.asarray(q, dtype=float), lift=lift, w=w, grad_white=white, grad_sum=white,
         hess_sum=np.zeros((2, 2)), hess_noise_sd=0.0, h_shape=np.eye(2), h_step=np.eye(2),
         damping=0.0, decrement=decrement, clip=clip, z_grad=z, high=True,
         prior_hess=np.zeros((2, 2)),
@@ -355,24 +358,36 @@ def test_a_step_that_makes_the_newton_decrement_grow_is_taken_back():
 def test_a_step_that_went_downhill_by_its_slopes_is_retried_where_the_slope_crosses_zero():
     from pymc_dp.kernels.warmup import _retry_radius
 
-    # A step of 20 from (0, 0) to (20, 0): the slope along it is 10 at the start and −30
-    # where it landed (noise sd 2Cz = 0.02 per coordinate): a quadratic along the line
-    # fell, and its maximum is a quarter of the way (10 / (10 + 30)). The decrement did
-    # not grow, so only the slopes can tell.
-    base = _iterate(decrement=100.0, grad=(10.0, 0.0))
-    landed = _iterate(decrement=100.0, q=(20.0, 0.0), grad=(-30.0, 5.0))
-    assert _retry_radius(landed, base, _step(20.0)) == pytest.approx(5.0)
-    # Past the line's maximum but higher than the start (−8 > −10): kept.
-    assert _retry_radius(_iterate(100.0, q=(20.0, 0.0), grad=(-8.0, 0.0)), base, _step(20.0)) is None
-    # The same slopes within three noise sds of level (noise sd 2 × 10 × 1 × 20 = 400 on
-    # each slope): kept.
-    noisy = dict(decrement=100.0, clip=10.0)
-    assert _retry_radius(
-        _iterate(**noisy, q=(20.0, 0.0), grad=(-30.0, 5.0)),
-        _iterate(**noisy, grad=(10.0, 0.0)), _step(20.0),
-    ) is None
+    # Whitened coordinates u with θ = Wᵀ u, W not symmetric: the slopes are read on θ
+    # (∇θ = W⁻¹ g̃), their noise through W⁻ᵀ. A move of (20, 0): slope 200 where it
+    # started and −1400 where it landed; a quadratic along the line fell, and its maximum
+    # is an eighth of the way (200 / 1600). The decrement did not grow: only the slopes
+    # can tell.
+    w = np.array([[2.0, 0.5], [0.0, 1.0]])
+
+    def pair(end, clip=0.01, start=(10.0, 0.0), lift=None):
+        return (
+            _iterate(100.0, clip=clip, q=(20.0, 0.0), grad=end, w=w, lift=lift),
+            _iterate(100.0, clip=clip, grad=start, w=w),
+        )
+
+    assert _retry_radius(*pair((-70.0, 3.0)), _step(16.0)) == pytest.approx(2.0)
+    # Past the line's maximum but higher than the start (−190 > −200): kept.
+    assert _retry_radius(*pair((-9.5, 3.0)), _step(16.0)) is None
+    # Far past it: the retry is never shorter than a sixteenth.
+    assert _retry_radius(*pair((-250.0, 0.0)), _step(16.0)) == pytest.approx(1.0)
+    # Noise: each slope's sd is 2Cz ‖W⁻ᵀ move‖ = 2C × 11.18; the sum −1200 is taken as
+    # downhill when it lies more than three sds of the two slopes' sum below zero
+    # (C < 12.65), not otherwise.
+    assert _retry_radius(*pair((-70.0, 3.0), clip=12.5), _step(16.0)) is not None
+    assert _retry_radius(*pair((-70.0, 3.0), clip=12.8), _step(16.0)) is None
+    # Where the releases are on the likelihood's parameters (a lift), no slope is read.
+    assert _retry_radius(*pair((-70.0, 3.0), lift=np.eye(2)), _step(16.0)) is None
     # A short step is never judged.
-    assert _retry_radius(landed, base, _step(4.9)) is None
+    assert _retry_radius(*pair((-70.0, 3.0)), _step(4.9)) is None
+    # Both rules: the shorter retry (the secant's 0.4 against the decrement's quarter).
+    grew = _iterate(401.0, q=(20.0, 0.0), grad=(-15.0, 0.0))
+    assert _retry_radius(grew, _iterate(100.0, grad=(10.0, 0.0)), _step(16.0)) == 4.0
 
 
 def _student_t_regression(seed, n=10_000):
