@@ -417,8 +417,8 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         many as make :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` draws at
         :data:`HMC_EFFICIENCY` (1539).
         """
-        mu = (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
-        gradients = self.budget_split * mu * self.private_model.n_data / (2 * self._clip_squared())
+        mu = self.budget_split * self._sampling_mu(chains)
+        gradients = mu * self.private_model.n_data / (2 * self._clip_squared())
         # (noise given by hand: the budget bounds the iterations, as before the rule above)
         longest = 1000 if self._fixed_noise else int(np.ceil(MCMC_MIN_MOVES / HMC_EFFICIENCY))
         k = int(np.clip((gradients - 1) / self.n_steps, 50, longest))

@@ -451,13 +451,17 @@ class PrivateWarmup:
             return moves
         return min(moves, self._chain_moves(iterations))
 
+    def _sampling_mu(self, chains: int) -> float:
+        """The μ a chain's sampling may spend: its allotment less the warm-up's. Public."""
+        return (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
+
     def _sampling_mu_equivalent(self, iterations: int, chains: int) -> float:
         """The μ of full-data Gaussian releases as noisy as a chain's MCMC releases would be.
 
         For the Gaussian steps, the μ their sampling may spend (it does not depend on the
         chain's length). Public numbers only.
         """
-        return (1 - self._warmup_share()) * self._chain_mu_allotment(chains)
+        return self._sampling_mu(chains)
 
     def _will_use_laplace(self, chains: int) -> bool:
         if self.method == "laplace":
