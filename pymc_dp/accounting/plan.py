@@ -23,6 +23,9 @@ __all__ = ["WarmupPlan"]
 class WarmupPlan:
     """The warm-up's releases for one chain, as a share of the chain's μ.
 
+    The defaults are the library's own (:data:`pymc_dp.steps.warmup.DEFAULT_WARMUP`), so
+    ``WarmupPlan(iterations=24)`` changes the number of iterations and nothing else.
+
     Parameters
     ----------
     share : float
@@ -50,10 +53,10 @@ class WarmupPlan:
     """
 
     share: float = 0.5
-    iterations: int = 5
-    quantile: float = 0.99
+    iterations: int = 16
+    quantile: float = 0.999
     clip_margin: float = 1.5
-    growth: float = 2.0
+    growth: float = 1.3
     split: tuple[float, float, float, float] = (0.05, 0.6, 0.05, 0.3)
 
     def __post_init__(self):

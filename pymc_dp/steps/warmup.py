@@ -115,7 +115,7 @@ def expected_moves(mu: float, n: int, dim: int, clip_squared: float | None = Non
 #: residuals, a mixture) need more than twelve noisy steps to settle, and once settled the
 #: extra iterations cost little, as the mode averages the targets of all settled ones
 #: (``benchmarks/realistic_models.py --repeats``: eight did far worse, see the docs).
-DEFAULT_WARMUP = WarmupPlan(share=0.5, iterations=16, quantile=0.999, growth=1.3)
+DEFAULT_WARMUP = WarmupPlan()  # (WarmupPlan's defaults: one home)
 
 
 class AffineView:
@@ -381,9 +381,13 @@ class PrivateWarmup:
                     "anyway."
                 )
             else:
+                # (the draws a budget buys grow as μ·n: expected_moves)
+                factor = self._min_moves() / max(moves, 1e-300)
                 advice = (
-                    "Give a larger budget or fewer chains for MCMC, or method='mcmc' to run "
-                    "it anyway."
+                    f"MCMC would need about {factor:.2g} times this budget's μ (Gaussian "
+                    f"DP; as many times the data buys the same), or fewer chains; "
+                    + ("method='mcmc' runs it anyway." if factor <= 10 else
+                       "at this budget the Laplace draws are the result to use.")
                 )
             reads = " (it reads every row, not batches)" if self._subsampled else ""
             self._warn_once(
@@ -661,11 +665,12 @@ class PrivateWarmup:
                 f"{found.curvature_noise:.2g} times noisier than the posterior's own "
                 "curvature in its last iterations: its approximation (the start"
                 f"{', and the draws' if self._laplace else ''}) may be far from the posterior, "
-                "and too narrow. This happens when a few people weigh heavily on some "
-                "parameter (small groups of a hierarchical model, rare categories): their "
-                "rows set the clip bounds, whose noise then drowns the other parameters. "
-                "Give a larger budget, pool small groups, or check the result against a "
-                "public reference.",
+                "with intervals too narrow in some directions. Common causes: a few "
+                "people weigh heavily on some parameter (small groups of a hierarchical "
+                "model, rare categories: their rows set the clip bounds, whose noise then "
+                "drowns the other parameters), or many parameters for the budget and the "
+                "number of rows. Give a larger budget, pool small groups, or check the "
+                "result against a public reference.",
                 WarmupNotConvergedWarning,
                 stacklevel=3,
             )

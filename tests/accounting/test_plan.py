@@ -1,5 +1,7 @@
 """The warm-up plan (pymc_dp.accounting.plan): what it spends, from public values only."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -33,3 +35,12 @@ def test_later_iterations_get_more_of_the_budget():
 def test_bad_plans_are_refused(kwargs):
     with pytest.raises(ValueError):
         WarmupPlan(**kwargs)
+
+
+def test_a_plan_given_one_setting_keeps_the_librarys_other_defaults():
+    # (a new user's trial: WarmupPlan(iterations=32) had also changed the quantile from
+    # 0.999 to 0.99 and the growth from 1.3 to 2, silently)
+    from pymc_dp.steps.warmup import DEFAULT_WARMUP
+
+    assert WarmupPlan() == DEFAULT_WARMUP
+    assert WarmupPlan(iterations=32) == dataclasses.replace(DEFAULT_WARMUP, iterations=32)

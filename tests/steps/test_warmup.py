@@ -7,6 +7,7 @@ and let every setting the user gives win.
 
 import dataclasses
 import json
+import re
 import warnings
 
 import numpy as np
@@ -208,10 +209,16 @@ def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_c
     with model:
         step = pymc_dp.DPPenalty(eps=0.3, chains=2)
         assert expected_moves(step._chain_mu_allotment(2) / 2, 2000, 1) < 1  # the regime
-        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="Laplace"):
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="Laplace") as caught:
             idata = pymc_dp.sample(step=step, chains=2, **SAMPLE)
     assert "log-likelihood ratio" not in idata.attrs["dp_report"]
     assert idata.attrs["dp_epsilon"] <= 0.3
+    # The advice says how far the budget is from MCMC (the draws it buys grow as μ·n), not
+    # only "a larger budget" (a new user's trial: 700 times too small).
+    message = str(next(w.message for w in caught if w.category is pymc_dp.LaplaceApproximationWarning))
+    bought = float(re.search(r"buys about ([0-9.e+-]+) independent", message).group(1))
+    factor = float(re.search(r"need about ([0-9.e+-]+) times this budget's μ", message).group(1))
+    assert factor == pytest.approx(step._min_moves() / bought, rel=0.05)
     with model:  # with budget enough to move, MCMC
         step = pymc_dp.DPPenalty(eps=500.0, chains=2)
         assert not step._will_use_laplace(2)
