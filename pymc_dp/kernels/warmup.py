@@ -686,10 +686,11 @@ def _retry_radius(here: _Iterate, base: _Iterate, step) -> float | None:
       posterior each end's releases describe: far from the mode the two ends' clip bounds
       and metrics differ); the trapezoid ``(s₀ + s₁)/2`` estimates the change along it,
       and a quadratic along the line fell exactly when ``s₁ < −s₀`` (the step was more
-      than twice as long as the line's maximum). Far from the mode of a likelihood that is not concave (Student-t degrees
-      of freedom and scale from a far start) Newton steps of 100–150 posterior sds went
-      back and forth between such points, with no noise at all, for every iteration of
-      the warm-up. The retry goes to where the slope crosses zero by the secant,
+      than twice as long as the line's maximum). Far from the mode of a likelihood that
+      is not concave (Student-t degrees of freedom and scale from a far start) Newton
+      steps of 100–150 posterior sds went back and forth between such points, with no
+      noise at all, for every iteration of the warm-up. The retry goes to where the
+      slope crosses zero by the secant,
       ``s₀ / (s₀ − s₁)`` of the step. Only where the releases are on θ (a chart on the
       likelihood's parameters has no slope on θ to compare), and only when the estimate
       falls by more than :data:`_DOWNHILL_SDS` noise sds.

@@ -385,7 +385,7 @@ class PrivateWarmup:
                 factor = self._min_moves() / max(moves, 1e-300)
                 advice = (
                     f"MCMC would need about {factor:.2g} times this budget's μ (Gaussian "
-                    f"DP; as many times the data buys the same), or fewer chains; "
+                    "DP; as many times the data buys the same), or fewer chains; "
                     + ("method='mcmc' runs it anyway." if factor <= 10 else
                        "at this budget the Laplace draws are the result to use.")
                 )
