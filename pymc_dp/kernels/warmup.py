@@ -54,6 +54,7 @@ __all__ = [
     "hessian_columns",
     "hessian_curvature",
     "whitened_grid",
+    "whitened_norm_quantile",
     "within_prior",
     "whitening",
     "laplace_warmup",
@@ -410,7 +411,7 @@ def whitened_grid(floor: float, decades: float = 2.0) -> np.ndarray:
     """A fine public grid for per-datum norms in whitened coordinates, from ``floor`` up.
 
     In a metric close to the posterior's, a datum's gradient norm has a known public scale
-    (:func:`_whitened_norm_quantile`; √d/n for its Hessian's), which is the floor: a
+    (:func:`whitened_norm_quantile`; √d/n for its Hessian's), which is the floor: a
     clip below it would cut the data's own spread. The grid rises from it ``decades``
     decades in steps of ``10^(1/8)`` (≈ 1.33), so the quantile is found to a third. Few
     bins: every bin above the true quantile adds noise to the count the quantile is read
@@ -420,9 +421,13 @@ def whitened_grid(floor: float, decades: float = 2.0) -> np.ndarray:
     return float(floor) * np.logspace(0.0, decades, int(round(8 * decades)) + 1)
 
 
-def _whitened_norm_quantile(quantile: float, dim: int, n: int) -> float:
+def whitened_norm_quantile(quantile: float, dim: int, n: int) -> float:
     """``√(χ²_d quantile / n)``: a datum's gradient norm quantile in the posterior's metric
-    (its Fisher information is about 1/n of the curvature). Public."""
+    (its Fisher information is about 1/n of the curvature). Public.
+
+    >>> round(whitened_norm_quantile(0.999, 5, 10_000), 4)
+    0.0453
+    """
     from scipy.stats import chi2
 
     return float(np.sqrt(chi2.ppf(quantile, dim) / n))
@@ -531,7 +536,7 @@ def laplace_warmup(
         # In a metric close to the posterior's a datum's squared gradient norm is about
         # χ²_d / n: the grid starts at that quantile (a floor for when the histogram's
         # noise hides the tail).
-        level_grid = grid if t == 0 else whitened_grid(_whitened_norm_quantile(level, d, n))
+        level_grid = grid if t == 0 else whitened_grid(whitened_norm_quantile(level, d, n))
         clip = _at_most_grown(clip_margin * noisy_quantile(
             rng, row_norms(grads), quantile=level, noise_multiplier=z_norms, grid=level_grid
         ), clip, t)
@@ -690,10 +695,10 @@ def _retry_radius(here: _Iterate, base: _Iterate, step) -> float | None:
       is not concave (Student-t degrees of freedom and scale from a far start) Newton
       steps of 100–150 posterior sds went back and forth between such points, with no
       noise at all, for every iteration of the warm-up. The retry goes to where the
-      slope crosses zero by the secant,
-      ``s₀ / (s₀ − s₁)`` of the step. Only where the releases are on θ (a chart on the
-      likelihood's parameters has no slope on θ to compare), and only when the estimate
-      falls by more than :data:`_DOWNHILL_SDS` noise sds.
+      slope crosses zero by the secant, ``s₀ / (s₀ − s₁)`` of the step. Only where the
+      releases are on θ (a chart on the likelihood's parameters has no slope on θ to
+      compare), and only when the estimate falls by more than :data:`_DOWNHILL_SDS`
+      noise sds.
     * **the Newton decrement** gᵀH⁻¹g (a scale-free squared distance to the mode, in
       posterior sds, from each point's own releases; near the mode the gradient's noise
       alone makes it up to :attr:`_Iterate.noise_decrement`) **grew more than fourfold**
@@ -719,8 +724,8 @@ def _downhill_fraction(here: _Iterate, base: _Iterate) -> float | None:
         return None
     move = here.q - base.q
     # slopes along the move: ∇θ = W⁻¹ g̃ at each end; the noise N(0, σ² I) on g̃ gives a
-    # slope noise sd σ ‖W⁻ᵀ move‖. (s₀ = c g̃ᵀH⁻¹g̃ ≥ 0, as the move follows base's own
-    # gradient, whose noise it shares: counting it as independent keeps more steps.)
+    # slope noise sd σ ‖W⁻ᵀ move‖. (s₀ = c g̃ᵀH⁻¹g̃ ≥ 0, as the move follows base's
+    # own gradient, whose noise it shares: counting it as independent keeps more steps.)
     start, end = (float((it.w_inv @ it.grad_white) @ move) for it in (base, here))
     sd = float(np.hypot(
         base.noise_sd * np.linalg.norm(base.w_inv.T @ move),

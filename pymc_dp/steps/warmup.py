@@ -34,7 +34,12 @@ import numpy as np
 from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.accounting.validation import check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
-from pymc_dp.kernels.warmup import LaplaceWarmup, _whitened_norm_quantile, laplace_warmup, whitening
+from pymc_dp.kernels.warmup import (
+    LaplaceWarmup,
+    laplace_warmup,
+    whitened_norm_quantile,
+    whitening,
+)
 from pymc_dp.steps.surrogate import surrogate_posterior
 
 __all__ = [
@@ -390,13 +395,13 @@ class PrivateWarmup:
                        "at this budget the Laplace draws are the result to use.")
                 )
             reads = " (it reads every row, not batches)" if self._subsampled else ""
+            default = sum(self._mcmc_length(chains))
             self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
                 f"draws per chain here"
                 + (f" and a chain of {iterations} iterations can make at most "
                    f"{self._chain_moves(iterations):.2g} (of the default MCMC length, "
-                   f"{sum(self._mcmc_length(chains))} iterations: "
-                   f"{self._chain_moves(sum(self._mcmc_length(chains))):.2g})"
+                   f"{default} iterations: {self._chain_moves(default):.2g})"
                    if mixing < moves else "")
                 + f", too few for chains to mix (method='auto' asks for "
                 f"{self._min_moves():.0f}); the draws come from the private Laplace "
@@ -435,7 +440,8 @@ class PrivateWarmup:
         d, n = self.private_model.dim, self.private_model.n_data
         if not self._whiten:
             return _CLIP_RATIO_SQUARED * d
-        return n * (self.warmup.clip_margin * _whitened_norm_quantile(self.warmup.quantile, d, n)) ** 2
+        bound = self.warmup.clip_margin * whitened_norm_quantile(self.warmup.quantile, d, n)
+        return n * bound**2
 
     def _chain_moves(self, iterations: int) -> float:
         """The most independent draws a chain of ``iterations`` can make however little

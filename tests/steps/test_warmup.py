@@ -215,7 +215,8 @@ def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_c
     assert idata.attrs["dp_epsilon"] <= 0.3
     # The advice says how far the budget is from MCMC (the draws it buys grow as μ·n), not
     # only "a larger budget" (a new user's trial: 700 times too small).
-    message = str(next(w.message for w in caught if w.category is pymc_dp.LaplaceApproximationWarning))
+    laplace = pymc_dp.LaplaceApproximationWarning
+    message = str(next(w.message for w in caught if w.category is laplace))
     bought = float(re.search(r"buys about ([0-9.e+-]+) independent", message).group(1))
     factor = float(re.search(r"need about ([0-9.e+-]+) times this budget's μ", message).group(1))
     assert factor == pytest.approx(step._min_moves() / bought, rel=0.05)
