@@ -106,6 +106,12 @@ def likelihood_frontier(per_datum: Variable, theta: Variable, rows) -> list[Vari
     hierarchical model written either way reads its group intercepts ``μ + σ·z``, not
     ``μ``, ``σ`` and ``z`` apart: fewer numbers than θ, a likelihood near-quadratic in them.
     """
+    return list(_frontier(per_datum, theta, rows))
+
+
+def _frontier(per_datum: Variable, theta: Variable, rows) -> dict:
+    """:func:`likelihood_frontier` as a dict: each node → whether every row reads it only
+    through a per-row index (``a[g]``: a row reads one entry of it)."""
     on_theta = _depends_on([per_datum], {theta})
     on_rows = _depends_on([per_datum], set(rows))
     gathered = {}  # var -> (P, idx): var == P[idx], P computed from θ alone
@@ -142,14 +148,17 @@ def likelihood_frontier(per_datum: Variable, theta: Variable, rows) -> list[Vari
                 if isinstance(node.op.scalar_op, ps.Add | ps.Mul):
                     # (associative and commutative: the fitting terms form one parameter)
                     part = mapped[0] if len(mapped) == 1 else virtual(node.op, mapped)
-                    frontier.append(_peel(part, on_theta))
+                    frontier.append((_peel(part, on_theta), True))
                     inputs = [v for v, ok in zip(inputs, fits) if not ok]
         for var in inputs:
             if var in gathered:
-                frontier.append(_peel(gathered[var][0], on_theta))
+                frontier.append((_peel(gathered[var][0], on_theta), True))
             elif param(var):
-                frontier.append(_peel(var, on_theta))
-    return list(dict.fromkeys(frontier))
+                frontier.append((_peel(var, on_theta), False))
+    indexed = {}
+    for var, by_index in frontier:  # (read whole anywhere: not row-sparse)
+        indexed[var] = indexed.get(var, True) and by_index
+    return indexed
 
 
 class LikelihoodParameters:
@@ -177,10 +186,15 @@ class LikelihoodParameters:
     """
 
     def __init__(self, per_datum, theta, rows, private=(), compile_kwargs=None):
-        frontier = likelihood_frontier(per_datum, theta, rows)
-        if not frontier:
+        indexed = _frontier(per_datum, theta, rows)
+        if not indexed:
             raise ValueError("the log-likelihood reads no parameter")
-        phi = pt.concatenate([pt.as_tensor(v).astype("float64").ravel() for v in frontier])
+        phi = pt.concatenate([pt.as_tensor(v).astype("float64").ravel() for v in indexed])
+        tables = np.cumsum(list(indexed.values())) * np.array(list(indexed.values()))
+        by_index = pt.concatenate(
+            [pt.full_like(pt.as_tensor(v).ravel(), int(t), dtype="int32")
+             for v, t in zip(indexed, tables)]
+        )
         forbidden = set(rows) | set(private)
         for var in graph_inputs([phi]):
             if var is theta or isinstance(var, Constant):
@@ -199,12 +213,21 @@ class LikelihoodParameters:
         #: φ's graph, a function of ``theta`` and public constants only
         self.graph, self.theta = phi, theta
         self._phi_fn = pm_compile([theta], phi, **kwargs)
+        self._by_index_fn = pm_compile([theta], by_index, on_unused_input="ignore", **kwargs)
         self._vjp_fn = pm_compile([theta, weights], vjp, on_unused_input="ignore", **kwargs)
         self._dtype = theta.dtype
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
         """``φ(q)``."""
         return np.asarray(self._phi_fn(np.asarray(q, dtype=self._dtype)), dtype=float)
+
+    def row_groups(self, q: np.ndarray) -> np.ndarray:
+        """For each component of φ, 0 if the rows read it whole, else t ≥ 1 if it belongs
+        to the t-th table the rows read through a per-row index (``a[g]``: a row's gradient
+        on such a table is zero but for its own group's entries, and alike in size across
+        groups). Public (the graph's structure); it shapes the warm-up's release
+        coordinates, never a bound."""
+        return np.asarray(self._by_index_fn(np.asarray(q, dtype=self._dtype)), dtype=int)
 
     def vjp(self, q: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``J(q)ᵀ w``, the gradient of ``w · φ`` on θ."""

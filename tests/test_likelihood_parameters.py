@@ -64,6 +64,52 @@ def test_every_way_of_writing_group_intercepts_gives_fewer_parameters_than_theta
     assert np.linalg.matrix_rank(params.jacobian(q)) == 5 < pmodel.dim
 
 
+@pytest.mark.parametrize("style", ["a[g]", "mu + sigma * z[g]", "centred", "also whole"])
+def test_group_parameters_are_marked_as_read_through_the_row_index(style):
+    # A row reads one group's intercept: its gradient on the other groups' is zero, which
+    # the warm-up's release coordinates use. The slope and the residual scale are read by
+    # every row.
+    rng = np.random.default_rng(3)
+    g = rng.integers(0, 5, 200)
+    x = rng.normal(size=200)
+    with pm.Model() as model:
+        idx, xd = pm.Data("g", g), pm.Data("x", x)
+        mu = pm.Normal("mu", 0, 5)
+        tau = pm.HalfNormal("tau", 1)
+        b = pm.Normal("b", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        if style == "centred":
+            a = pm.Normal("a", mu, tau, shape=5)
+            mean = a[idx]
+        else:
+            z = pm.Normal("z", 0, 1, shape=5)
+            a = mu + tau * z
+            mean = a[idx] if style in ("a[g]", "also whole") else mu + tau * z[idx]
+            if style == "also whole":
+                mean = mean + a.mean() * xd
+        pm.Normal("y", mean + b * xd, sigma, observed=rng.normal(size=200))
+    pmodel = PrivateModel(model)
+    params = pmodel.likelihood_parameters()
+    q = pmodel.ravel(pmodel._initial_point) + 0.2
+    groups = params.row_groups(q)
+    sparse = groups > 0
+    assert groups.shape == params(q).shape and set(groups) == {0, 1}
+    if style == "also whole":
+        # φ holds the intercepts and their mean apart: the intercepts are read by index,
+        # but the mean depends on them, and the warm-up keeps to one clip bound
+        from pymc_dp.kernels.warmup import _Chart
+
+        assert sparse.sum() == 5 and sparse.size == 8
+        assert _Chart(params, q).groups is None
+        return
+    assert sparse.sum() == 5 and sparse.size == 7  # (five intercepts; b and log σ)
+    # the marked components are the intercepts: moving one group's moves only them
+    point = pmodel.unravel(q)
+    intercepts = point["a"] if style == "centred" else (
+        point["mu"] + np.exp(point["tau_log__"]) * point["z"])
+    np.testing.assert_allclose(np.sort(params(q)[sparse]), np.sort(intercepts))
+
+
 def test_a_regression_reads_its_coefficients_and_log_scale():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 3))

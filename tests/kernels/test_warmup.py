@@ -173,6 +173,59 @@ def test_coordinate_scales_add_noise_for_d_histograms(monkeypatch):
     assert calls == [pytest.approx(z * np.sqrt(d))] * d
 
 
+def test_block_quantiles_add_noise_for_k_histograms(monkeypatch):
+    # k histograms of one release: each count's noise is √(2k) z (√2 added by
+    # noisy_histogram), so the k cost what one histogram with z costs.
+    import pymc_dp.kernels.warmup as warmup
+
+    calls = []
+    original = warmup.noisy_histogram
+
+    def recording(rng, values, *, noise_multiplier, grid):
+        calls.append(noise_multiplier)
+        return original(rng, values, noise_multiplier=noise_multiplier, grid=grid)
+
+    monkeypatch.setattr(warmup, "noisy_histogram", recording)
+    norms = np.abs(np.random.default_rng(0).normal(size=(500, 2)))
+    found = warmup.noisy_block_quantiles(np.random.default_rng(1), norms, quantile=0.9,
+                                         noise_multiplier=3.0, grids=[DEFAULT_GRID] * 2)
+    assert calls == [pytest.approx(3.0 * np.sqrt(2.0))] * 2
+    assert found.shape == (2,)
+
+
+def test_group_parameters_get_release_coordinates_that_weigh_every_person_alike():
+    # Two shared coordinates, read by every row, and a table of six group intercepts, a row
+    # reading its own group's, with groups of 10 to 2000 rows. On φ every row's gradient is
+    # about 1 in size; whitened by the curvature (n, and n_g per group) a row moves a
+    # shared coordinate by about 1/√n and its group's by 1/√n_g. After the scaling every
+    # group's rows, and the shared block's, have norms alike: no block sets the clip alone.
+    from pymc_dp.kernels.warmup import _group_scale
+
+    rng = np.random.default_rng(2)
+    sizes = np.array([10, 30, 100, 300, 1000, 2000])
+    n = sizes.sum()
+    group = np.repeat(np.arange(6), sizes)
+    raw = np.zeros((n, 8))
+    raw[:, :2] = rng.normal(size=(n, 2))
+    raw[np.arange(n), 2 + group] = rng.normal(size=n)
+    w = np.diag(1.0 / np.sqrt(np.r_[n, n, sizes]))
+    grads = raw @ w.T
+    labels = np.array([0, 0] + [1] * 6)
+    scale, bound, _ = _group_scale(rng, grads, w, labels, quantile=0.99, noise_multiplier=0.5)
+    np.testing.assert_allclose(scale[2:] / scale[2], np.sqrt(sizes / 10.0))
+    scaled = grads * scale
+    shared_q = np.quantile(np.linalg.norm(scaled[:, :2], axis=1), 0.99)
+    group_rms = [np.sqrt(np.mean(scaled[group == g, 2 + g] ** 2)) for g in range(6)]
+    assert 0.6 < max(group_rms) / min(group_rms) < 1.6
+    group_q = np.quantile(np.linalg.norm(scaled[:, 2:], axis=1), 0.99)
+    assert 0.5 < shared_q / group_q < 2.0 and scale[0] > 5.0
+    assert 0.5 < bound / (np.sqrt(2.0) * group_q) < 2.0
+    # unscaled, the small groups' rows set the bound, five times and more the shared rows'
+    # norms, and the shared coordinates' noise in posterior sds with it
+    assert np.quantile(np.linalg.norm(grads, axis=1), 0.999) > 5 * np.quantile(
+        np.linalg.norm(grads[:, :2], axis=1), 0.99)
+
+
 @pytest.mark.parametrize("allowance", [SCALE_NOISE_ALLOWANCE, 2.0])
 def test_coordinate_scales_are_not_set_decades_high_by_the_noise_of_empty_bins(
     allowance, monkeypatch
@@ -327,7 +380,7 @@ def _iterate(decrement=0.0, clip=0.01, z=1.0, q=(0.0, 0.0), grad=(0.0, 0.0), w=N
         q=np.asarray(q, dtype=float), lift=lift, w=w, grad_white=white, grad_sum=white,
         hess_sum=np.zeros((2, 2)), hess_noise_sd=0.0, h_shape=np.eye(2), h_step=np.eye(2),
         damping=0.0, decrement=decrement, clip=clip, z_grad=z, high=True,
-        prior_hess=np.zeros((2, 2)),
+        prior_hess=np.zeros((2, 2)), scale=np.ones(2),
     )
 
 
