@@ -393,7 +393,9 @@ class LaplaceWarmup:
     posterior on the value space. ``clip`` is the released quantile of the per-datum
     gradient norms at the last iterate whose step was kept, measured in the dual metric
     ``‖g‖_{H⁻¹}`` of the curvature then in use: a bound on
-    ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem).
+    ``|ℓ_j(θ') − ℓ_j(θ)| / ‖θ' − θ‖_H`` near the mode (mean value theorem). (With group
+    parameters it is measured in the release coordinates of :func:`_group_scale`, which
+    scale every direction by at least 1: about that bound or above it, never below.)
     ``noise_cov`` is the covariance of ``mean`` over the gradient releases' noise (a
     function of public values: noise multipliers, clip bounds, metrics), so that
     ``N(mean, hessian⁻¹ + noise_cov)`` also carries the uncertainty the privacy noise adds.
