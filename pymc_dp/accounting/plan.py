@@ -91,7 +91,9 @@ class WarmupPlan:
     def events(self, chain_mu: float) -> list[GaussianEvent]:
         """The warm-up's releases of one chain as ledger events, one per release."""
         names = (
-            ("warm-up norm histogram", "√2 (replace-one)"),
+            # (k histograms stacked in one release — the first metric's coordinate scales,
+            # a model's blocks of group parameters — have √(2k), and √k times the noise)
+            ("warm-up norm histogram", "√2 per histogram, √(2k) for k stacked (replace-one)"),
             ("warm-up clipped gradient", "2·clip (replace-one)"),
             ("warm-up Hessian-norm histogram", "√2 (replace-one)"),
             ("warm-up clipped Hessian", "2·clip (Frobenius, all entries; replace-one)"),

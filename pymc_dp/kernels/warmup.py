@@ -1101,7 +1101,7 @@ def _group_scale(rng, grads, w, groups, *, quantile, noise_multiplier, grid=None
     found = noisy_block_quantiles(
         rng, norms, quantile=quantile, noise_multiplier=noise_multiplier, grids=grids
     )
-    if previous is not None:
+    if previous is not None and previous.shape == found.shape:
         found = np.minimum(found, _MAX_CLIP_GROWTH * previous)
     kappa = np.clip(found.max() / found, 1.0, _MAX_GROUP_SCALE)
     scale = within * kappa[np.searchsorted(labels, groups)]

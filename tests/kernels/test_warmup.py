@@ -226,6 +226,48 @@ def test_group_parameters_get_release_coordinates_that_weigh_every_person_alike(
         np.linalg.norm(grads[:, :2], axis=1), 0.99)
 
 
+def test_group_scales_read_nothing_of_the_rows_but_the_released_quantiles(monkeypatch):
+    # From a privacy review: the scales, grids and bound may depend on the rows only
+    # through the noisy quantiles (and on the public whitening). With the release fixed,
+    # neighbouring data sets — people moved from a large group to a small one, one row
+    # replaced — must give the same scales and bound; counting a group's rows would not.
+    import pymc_dp.kernels.warmup as warmup
+
+    seen = []
+
+    def fixed(rng, norms, *, quantile, noise_multiplier, grids):
+        seen.append([np.asarray(g).copy() for g in grids])
+        return np.array([0.02, 0.3])
+
+    monkeypatch.setattr(warmup, "noisy_block_quantiles", fixed)
+    rng = np.random.default_rng(5)
+    group = np.repeat(np.arange(4), [20, 200, 700, 1080])
+    w = np.diag(1.0 / np.sqrt([2000.0, 30.0, 250.0, 700.0, 1100.0]))
+    labels = np.array([0, 1, 1, 1, 1])
+
+    def rows(group):
+        raw = np.zeros((group.size, 5))
+        raw[:, 0] = rng.normal(size=group.size)
+        raw[np.arange(group.size), 1 + group] = rng.normal(size=group.size)
+        return raw @ w.T
+
+    moved = group.copy()
+    moved[-300:] = 0  # (300 people from the largest group into the smallest)
+    replaced = rows(group)
+    replaced[0] = 1e6
+    results = [
+        warmup._group_scale(np.random.default_rng(0), grads, w, labels, quantile=0.999,
+                            noise_multiplier=1.0)
+        for grads in (rows(group), rows(moved), replaced)
+    ]
+    for scale, bound, _ in results[1:]:
+        np.testing.assert_array_equal(scale, results[0][0])
+        assert bound == results[0][1]
+    for grids in seen[1:]:
+        for a, b in zip(grids, seen[0]):
+            np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("allowance", [SCALE_NOISE_ALLOWANCE, 2.0])
 def test_coordinate_scales_are_not_set_decades_high_by_the_noise_of_empty_bins(
     allowance, monkeypatch
