@@ -1,13 +1,14 @@
 """Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
 
-Issue 13, item 6. Thirteen models of the kinds users write (linear and logistic regression
+Issue 13, item 6. Fifteen models of the kinds users write (linear and logistic regression
 with ``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
 exposure offset, Student-t regression, a two-component normal mixture with ordered means,
 ``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities, negative
 binomial counts and Gamma costs with covariates on their own scales and a dispersion or
 shape parameter; and two that a new user's trial found failing, added on 2026-11-26: a
 logistic regression with ten covariates and a rare condition, and intercepts and slopes per
-clinic), each on simulated data with n rows (one row per person) and weakly-informative
+clinic; then a logistic regression with 25 regions of very unequal size, and log radon by
+county with counties of a handful to a thousand people), each on simulated data with n rows (one row per person) and weakly-informative
 priors.
 
 For every model and n the benchmark runs a non-private NUTS reference once
@@ -50,7 +51,7 @@ Usage::
 
 e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
 linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
-is 224 private runs and 28 NUTS references: hours on two cores.
+is 240 private runs and 30 NUTS references: hours on two cores.
 """
 
 from __future__ import annotations
@@ -351,10 +352,31 @@ def hier_logistic(rng, n):
     return model
 
 
+def hier_radon(rng, n):
+    """Log radon by county (30 counties, non-centred intercepts) with a common floor effect
+    and residual scale; counties of very unequal size, two with no one and several with a
+    handful (Dirichlet(0.7) shares), as in the radon data."""
+    counties = [f"county_{k:02d}" for k in range(30)]
+    county = rng.choice(30, n, p=rng.dirichlet(np.full(30, 0.7)))
+    floor = rng.binomial(1, 0.3, n).astype(float)
+    a_true = rng.normal(1.3, 0.35, 30)
+    y = a_true[county] - 0.65 * floor + rng.normal(0.0, 0.75, n)
+    with pm.Model(coords={"county": counties}) as model:
+        c = pm.Data("county_idx", county, dims="obs")
+        f = pm.Data("floor", floor, dims="obs")
+        mu_a = pm.Normal("mu_a", 0.0, 10.0)
+        sigma_a = pm.HalfNormal("sigma_a", 5.0)
+        za = pm.Normal("za", 0.0, 1.0, dims="county")
+        b = pm.Normal("b", 0.0, 10.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("log_radon", mu_a + sigma_a * za[c] + b * f, sigma, observed=y, dims="obs")
+    return model
+
+
 MODELS = {
     f.__name__: f
     for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics,
-              negative_binomial, gamma_cost, logistic_wide, hier_slope, hier_logistic)
+              negative_binomial, gamma_cost, logistic_wide, hier_slope, hier_logistic, hier_radon)
 }
 
 
