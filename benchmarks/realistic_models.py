@@ -35,7 +35,11 @@ in both posteriors (free variables and deterministics):
 
 Then a count of OK/MISS/ERR per step class and per ε. The wall time and largest R̂ of each
 NUTS reference are printed when it is made. Everything is seeded from ``--seed`` (data,
-reference, private runs): these are benchmark runs on simulated data, not releases.
+reference, private runs): these are benchmark runs on simulated data, not releases. A
+private run's seed is keyed on the model, n, ε, the repeat and the step's position in
+``--steps``: the same command prints the same table in any process, while ``--steps
+DPPenalty`` alone gives DPPenalty the seed the first step of a full run has (which keeps
+the commands quoted in ``docs/`` reproducing their figures).
 
 One private run per cell says little: its error is mostly the draw of its own release noise.
 ``--repeats R`` makes R runs per model, n, ε and step, each with its own seed (the first
