@@ -190,20 +190,9 @@ def noisy_scales(
     counts how often), and that coordinate then barely moved for most of the warm-up.
     """
     grads = np.abs(np.asarray(grads, dtype=float))
-    n, d = grads.shape
-    z = noise_multiplier * np.sqrt(d)  # noisy_histogram adds √2 itself
-    return np.array(
-        [
-            quantile_from_histogram(
-                noisy_histogram(rng, grads[:, k], noise_multiplier=z, grid=grid),
-                n,
-                quantile=quantile,
-                grid=grid,
-                count_noise_sd=z * HISTOGRAM_SENSITIVITY,
-                noise_allowance=SCALE_NOISE_ALLOWANCE,
-            )
-            for k in range(d)
-        ]
+    return noisy_block_quantiles(
+        rng, grads, quantile=quantile, noise_multiplier=noise_multiplier,
+        grids=[grid] * grads.shape[1], noise_allowance=SCALE_NOISE_ALLOWANCE,
     )
 
 
@@ -214,14 +203,16 @@ def noisy_block_quantiles(
     quantile: float,
     noise_multiplier: float,
     grids,
+    noise_allowance: float = 2.0,
 ) -> np.ndarray:
     """Private ``quantile`` of each column of ``norms`` (n×k: a row's norm on each of k
-    blocks of coordinates), each from its own histogram on its own public grid.
+    blocks of coordinates, or its |value| on each of k coordinates), each from its own
+    histogram on its own public grid.
 
     One release: the k histograms, stacked. One row moves one count out of and one into
     each, so Δ₂ = √(2k); each count gets ``N(0, (√(2k) z)²)`` and the k together cost what
     one :func:`noisy_quantile` with multiplier z costs. Read like a clip bound's
-    (:func:`quantile_from_histogram`, two noise sds).
+    (:func:`quantile_from_histogram`, ``noise_allowance`` noise sds).
     """
     norms = np.asarray(norms, dtype=float)
     n, k = norms.shape
@@ -230,7 +221,8 @@ def noisy_block_quantiles(
     for column, grid in zip(norms.T, grids, strict=True):
         counts = noisy_histogram(rng, column, noise_multiplier=z, grid=grid)
         out.append(quantile_from_histogram(
-            counts, n, quantile=quantile, grid=grid, count_noise_sd=z * HISTOGRAM_SENSITIVITY
+            counts, n, quantile=quantile, grid=grid, count_noise_sd=z * HISTOGRAM_SENSITIVITY,
+            noise_allowance=noise_allowance,
         ))
     return np.array(out)
 
