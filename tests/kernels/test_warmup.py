@@ -14,6 +14,7 @@ from pymc_dp.kernels.warmup import (
     noisy_histogram,
     noisy_matrix_sum,
     noisy_quantile,
+    shape_curvature,
     within_prior,
 )
 
@@ -151,6 +152,53 @@ def test_curvature_is_positive_definite_even_when_noise_dominates():
     vals = np.linalg.eigvalsh(h)
     assert np.all(vals >= 2.0 * np.sqrt(3) - 1e-9)
     assert vals.max() == pytest.approx(5.0 - 0.01)
+
+
+def _noisy_curvature(rng, truth, s):
+    """``truth`` plus symmetric noise of entry sd ``s`` (as noisy_matrix_sum releases it)."""
+    d = len(truth)
+    e = rng.normal(0.0, s * np.sqrt(2.0), (d, d))
+    return truth + 0.5 * (e + e.T)
+
+
+def test_noise_never_narrows_a_direction_the_curvature_release_did_not_measure():
+    # Whitened, the previous metric is I. One direction is curved (100), five barely (10⁻³),
+    # and the noise's spectral norm 2s√d is 2: the release measures the first only. The
+    # noise's own |λ| (up to about 2) had narrowed the other five, whatever their truth;
+    # now they keep at most the previous metric's curvature (1) and the first its own.
+    rng = np.random.default_rng(0)
+    d, s = 6, 1.0 / np.sqrt(6.0)
+    truth = np.diag([100.0] + [1e-3] * (d - 1))
+    narrowed = 0
+    for _ in range(200):
+        released = _noisy_curvature(rng, truth, s)
+        h = shape_curvature(released, 0.0, s, np.eye(d))
+        vals = np.linalg.eigvalsh(h)
+        assert vals[-1] == pytest.approx(100.0, abs=4.0)
+        assert np.all(vals[:-1] <= 1.0 + 1e-9)
+        assert np.all(vals > 0.0)
+        old = np.linalg.eigvalsh(hessian_curvature(released, 0.0, s, noise_floor=0.05))
+        narrowed += bool(np.any(old[:-1] > 1.5))
+    assert narrowed > 100  # (what the rule prevents: the old one narrowed most draws)
+
+
+def test_a_metric_too_narrow_for_its_noise_still_widens():
+    # Previous metric far too narrow (the truth is 10⁻⁴ of it) and the noise's level 0.2:
+    # the direction widens to about the noise's level. With group scales the previous
+    # metric is diag(scale²): each unmeasured direction v (an eigenvector of the release)
+    # keeps at most vᵀ diag(scale²) v.
+    rng = np.random.default_rng(1)
+    d, s = 4, 0.1 / np.sqrt(4.0)
+    for _ in range(50):
+        released = _noisy_curvature(rng, 1e-4 * np.eye(d), s)
+        vals = np.linalg.eigvalsh(shape_curvature(released, 0.0, s, np.eye(d)))
+        assert np.all(vals <= 0.2 * 2.0 + 1e-9) and np.all(vals >= 0.05 * 0.2 - 1e-12)
+        scale = np.array([0.1, 1.0, 1.0, 3.0])
+        h = shape_curvature(released, 0.0, s, np.diag(scale**2))
+        vecs = np.linalg.eigh(0.5 * (released + released.T))[1]
+        along = np.einsum("ik,ij,jk->k", vecs, h, vecs)
+        assert np.all(along <= np.einsum("ik,i,ik->k", vecs, scale**2, vecs) + 1e-9)
+        assert np.all(np.linalg.eigvalsh(h) > 0.0)
 
 
 def test_coordinate_scales_add_noise_for_d_histograms(monkeypatch):
