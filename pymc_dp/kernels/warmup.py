@@ -340,61 +340,44 @@ def noisy_matrix_sum(
 
 def hessian_curvature(
     neg_hessian: np.ndarray, prior_precision: np.ndarray, noise_sd: float, *,
-    noise_floor: float = 1.0, floor: float = 1e-8,
+    noise_floor: float = 1.0, floor: float = 1e-8, previous: np.ndarray | None = None,
 ) -> np.ndarray:
     """A positive-definite curvature from the released negative Hessian of the log-likelihood.
 
     The public prior's negative Hessian is added. A direction of negative curvature (the
     log posterior convex there: far from the mode of a scale parameter, or between two
     modes) gets its absolute value, so a Newton step along it still goes uphill with a
-    sensible length; eigenvalues below the noise's own level (the spectral norm of the
-    added symmetric noise, about 2s√d for an entry sd s) or below ``floor`` times the
-    largest are raised to it. Post-processing only.
-    """
-    h = np.asarray(neg_hessian, dtype=float) + np.asarray(prior_precision, dtype=float)
-    vals, vecs = np.linalg.eigh(0.5 * (h + h.T))
-    vals = np.abs(vals)
-    top = float(vals.max())
-    noise_level = noise_floor * 2.0 * noise_sd * np.sqrt(len(vals))
-    lowest = max(floor * top, noise_level, 1e-12 * max(top, 1.0))
-    return (vecs * np.maximum(vals, lowest)) @ vecs.T
+    sensible length; eigenvalues below ``noise_floor`` times the noise's own level (the
+    spectral norm of the added symmetric noise, about 2s√d for an entry sd s) or below
+    ``floor`` times the largest are raised to it. Post-processing only.
 
-
-#: How many times the noise's own spectral norm (2s√d) an eigenvalue of a released
-#: curvature must exceed for the release to have measured it (:func:`shape_curvature`).
-RESOLVED_NOISE_LEVELS = 2.0
-
-
-def shape_curvature(
-    neg_hessian: np.ndarray, prior_precision: np.ndarray, noise_sd: float,
-    previous: np.ndarray, *, noise_floor: float = 0.05,
-) -> np.ndarray:
-    """The curvature a warm-up iteration passes on as the next metric (post-processing).
-
-    :func:`hessian_curvature` with ``noise_floor``, except along the directions the
-    release did not measure: eigenvectors whose eigenvalue is within
-    :data:`RESOLVED_NOISE_LEVELS` times the noise's spectral norm. There the release says
-    only that the curvature is below the noise's level, so it may widen the metric (to
-    ``|λ|``, floored as in :func:`hessian_curvature`) but never narrow it: such a
-    direction gets the smaller of that and ``previous``'s curvature along it (the metric
-    the release was made in: the identity, or ``diag(scale²)`` in the release
-    coordinates of :func:`_group_scale`). The noise's own ``|λ|``, up to its level, had
-    narrowed directions the data barely curve: a scale parameter started far above its
-    mode (a county model's residual sd at PyMC's start, 800 posterior sds away) got a
-    metric a thousand times too narrow from the first, noisiest, curvature release, and
-    the releases after it, made in that metric, could no longer see its curvature: steps
-    of a few of those narrow sds never got it anywhere.
+    With ``previous`` (the metric the release was made in: the identity, or
+    ``diag(scale²)`` in the release coordinates of :func:`_group_scale`), for the metric
+    an iteration passes on: along an eigenvector the release did not measure (its
+    eigenvalue within :data:`RESOLVED_NOISE_LEVELS` noise levels) the curvature is at
+    most ``previous``'s along it. The release says only that the curvature there is below
+    the noise's level, so it may widen the metric, never narrow it. The noise's own
+    ``|λ|`` had narrowed directions the data barely curve: a scale parameter started far
+    above its mode (a county model's residual sd at PyMC's start, 800 posterior sds away)
+    got a metric a thousand times too narrow from the first, noisiest, curvature release,
+    and the releases after it, made in that metric, could no longer see its curvature.
     """
     h = np.asarray(neg_hessian, dtype=float) + np.asarray(prior_precision, dtype=float)
     vals, vecs = np.linalg.eigh(0.5 * (h + h.T))
     size = np.abs(vals)
+    top = float(size.max())
     level = 2.0 * noise_sd * np.sqrt(len(vals))
-    floor = max(1e-8 * float(size.max()), noise_floor * level, 1e-12 * max(float(size.max()), 1.0))
-    out = np.maximum(size, floor)
-    hidden = size <= RESOLVED_NOISE_LEVELS * level
-    before = np.einsum("ik,ij,jk->k", vecs, np.asarray(previous, dtype=float), vecs)
-    out[hidden] = np.minimum(out[hidden], before[hidden])
+    out = np.maximum(size, max(floor * top, noise_floor * level, 1e-12 * max(top, 1.0)))
+    if previous is not None:
+        hidden = size <= RESOLVED_NOISE_LEVELS * level
+        before = np.einsum("ik,ij,jk->k", vecs, np.asarray(previous, dtype=float), vecs)
+        out[hidden] = np.minimum(out[hidden], before[hidden])
     return (vecs * out) @ vecs.T
+
+
+#: How many times the noise's own spectral norm (2s√d) an eigenvalue of a released
+#: curvature must exceed for the release to have measured it (:func:`hessian_curvature`).
+RESOLVED_NOISE_LEVELS = 2.0
 
 
 def newton_step(
@@ -651,8 +634,9 @@ def laplace_warmup(
         # (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
         if 2 * t >= len(zs):  # (spectral norm of the symmetric noise, whitened: public)
             curvature_noise = max(curvature_noise, 2.0 * hess_noise_sd * np.sqrt(d))
-        h_shape = shape_curvature(
-            -hess_sum, prior_white, hess_noise_sd, np.diag(scale**2), noise_floor=shape_floor
+        h_shape = hessian_curvature(
+            -hess_sum, prior_white, hess_noise_sd, noise_floor=shape_floor,
+            previous=np.diag(scale**2),
         )
         h_step = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=noise_floor)
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))

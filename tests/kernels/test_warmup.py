@@ -14,7 +14,6 @@ from pymc_dp.kernels.warmup import (
     noisy_histogram,
     noisy_matrix_sum,
     noisy_quantile,
-    shape_curvature,
     within_prior,
 )
 
@@ -172,7 +171,7 @@ def test_noise_never_narrows_a_direction_the_curvature_release_did_not_measure()
     narrowed = 0
     for _ in range(200):
         released = _noisy_curvature(rng, truth, s)
-        h = shape_curvature(released, 0.0, s, np.eye(d))
+        h = hessian_curvature(released, 0.0, s, noise_floor=0.05, previous=np.eye(d))
         vals = np.linalg.eigvalsh(h)
         assert vals[-1] == pytest.approx(100.0, abs=4.0)
         assert np.all(vals[:-1] <= 1.0 + 1e-9)
@@ -191,10 +190,12 @@ def test_a_metric_too_narrow_for_its_noise_still_widens():
     d, s = 4, 0.1 / np.sqrt(4.0)
     for _ in range(50):
         released = _noisy_curvature(rng, 1e-4 * np.eye(d), s)
-        vals = np.linalg.eigvalsh(shape_curvature(released, 0.0, s, np.eye(d)))
+        vals = np.linalg.eigvalsh(
+            hessian_curvature(released, 0.0, s, noise_floor=0.05, previous=np.eye(d))
+        )
         assert np.all(vals <= 0.2 * 2.0 + 1e-9) and np.all(vals >= 0.05 * 0.2 - 1e-12)
         scale = np.array([0.1, 1.0, 1.0, 3.0])
-        h = shape_curvature(released, 0.0, s, np.diag(scale**2))
+        h = hessian_curvature(released, 0.0, s, noise_floor=0.05, previous=np.diag(scale**2))
         vecs = np.linalg.eigh(0.5 * (released + released.T))[1]
         along = np.einsum("ik,ij,jk->k", vecs, h, vecs)
         assert np.all(along <= np.einsum("ik,i,ik->k", vecs, scale**2, vecs) + 1e-9)
