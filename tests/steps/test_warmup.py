@@ -130,10 +130,9 @@ def test_a_warmup_with_group_parameters_spends_what_the_ledger_reserved(monkeypa
     original = kernel.noisy_block_quantiles
 
     def spy_blocks(rng, norms, **kw):
-        # (the per-coordinate scales are block quantiles too, one column per coordinate,
-        # with their own noise allowance: only the norms' release is counted here)
-        if "noise_allowance" not in kw:
-            blocks.append(norms.shape[1])
+        # (the first metric's per-coordinate scales are block quantiles too, one column per
+        # coordinate, with their own noise allowance)
+        blocks.append("scales" if "noise_allowance" in kw else norms.shape[1])
         return original(rng, norms, **kw)
 
     monkeypatch.setattr(kernel, "noisy_block_quantiles", spy_blocks)
@@ -141,7 +140,8 @@ def test_a_warmup_with_group_parameters_spends_what_the_ledger_reserved(monkeypa
     with _six_regions(2000):
         step = pymc_dp.DPPenalty(eps=eps, delta=delta, chains=1, method="laplace")
         idata = pymc_dp.sample(step=step, draws=30, tune=0, chains=1, **SAMPLE)
-    assert blocks and set(blocks) == {2}  # (b and log σ; the six intercepts)
+    assert blocks.count("scales") == 1  # (once, the first iteration's)
+    assert set(blocks) == {"scales", 2}  # (then: b and log σ; the six intercepts)
     warmups = [r for r in step.guard.reservations() if r.get("kind") == "warm-up"]
     reserved = sum(event_from_dict(e).mu for r in warmups for e in r["events"])
     # (the approximation's draws cost nothing: the warm-up has the whole budget)
@@ -832,14 +832,20 @@ def _six_regions(n, seed=0):
     g = rng.integers(0, 6, n)
     x = rng.normal(size=n)
     y = (2.0 + 0.8 * rng.normal(size=6))[g] + 0.6 * x + rng.normal(size=n)
-    with pm.Model(coords={"region": list("ABCDEF")}) as model:
+    return _varying_intercepts(g, x, y, list("ABCDEF"), prior_sds=(5.0, 2.0, 2.0, 2.0))
+
+
+def _varying_intercepts(g, x, y, regions, prior_sds):
+    """y ~ N(μ + σ_a·z[g] + b·x, σ), non-centred; ``prior_sds`` of (μ, σ_a, b, σ)."""
+    mu_sd, sigma_a_sd, b_sd, sigma_sd = prior_sds
+    with pm.Model(coords={"region": regions}) as model:
         idx = pm.Data("g", g)
         xd = pm.Data("x", x)
-        mu_a = pm.Normal("mu_a", 0.0, 5.0)
-        sigma_a = pm.HalfNormal("sigma_a", 2.0)
+        mu_a = pm.Normal("mu_a", 0.0, mu_sd)
+        sigma_a = pm.HalfNormal("sigma_a", sigma_a_sd)
         z = pm.Normal("z", 0.0, 1.0, dims="region")
-        b = pm.Normal("b", 0.0, 2.0)
-        sigma = pm.HalfNormal("sigma", 2.0)
+        b = pm.Normal("b", 0.0, b_sd)
+        sigma = pm.HalfNormal("sigma", sigma_sd)
         pm.Normal("y", mu_a + sigma_a * z[idx] + b * xd, sigma, observed=y)
     return model
 
@@ -994,16 +1000,7 @@ def _counties(n, k=12, seed=0):
     county = rng.choice(k, n, p=rng.dirichlet(np.full(k, 0.7)))
     floor = rng.binomial(1, 0.3, n).astype(float)
     y = rng.normal(1.3, 0.35, k)[county] - 0.65 * floor + rng.normal(0.0, 0.75, n)
-    with pm.Model(coords={"county": range(k)}) as model:
-        c = pm.Data("county_idx", county)
-        f = pm.Data("floor", floor)
-        mu_a = pm.Normal("mu_a", 0.0, 10.0)
-        sigma_a = pm.HalfNormal("sigma_a", 5.0)
-        za = pm.Normal("za", 0.0, 1.0, dims="county")
-        b = pm.Normal("b", 0.0, 10.0)
-        sigma = pm.HalfNormal("sigma", 5.0)
-        pm.Normal("y", mu_a + sigma_a * za[c] + b * f, sigma, observed=y)
-    return model
+    return _varying_intercepts(county, floor, y, list(range(k)), prior_sds=(10.0, 5.0, 10.0, 5.0))
 
 
 def test_a_residual_scale_started_far_above_its_mode_reaches_it():
