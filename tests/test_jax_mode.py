@@ -87,19 +87,29 @@ def test_reverse_mode_agrees_with_the_default_backend(build):
 
 
 @pytest.mark.parametrize("step", ["DPPenalty", "DPHMC", "DPBarker", "MinibatchDPPenalty"])
-def test_every_step_runs_on_jax_with_the_draws_of_the_default_backend(step):
+def test_every_step_runs_on_jax_with_the_posterior_of_the_default_backend(step):
     model = _regression()
 
     def run(kwargs):
         with model:
             s = getattr(pymc_dp, step)(eps=2.0, **kwargs)
-            idata = pymc_dp.sample(step=s, draws=60, tune=40, chains=1, random_seed=5,
+            idata = pymc_dp.sample(step=s, draws=200, tune=40, chains=1, random_seed=5,
                                    progressbar=False, compute_convergence_checks=False)
-        return idata["posterior"]["beta"].values
+        return s._warmup_result, idata["posterior"]["beta"].values[0]
 
-    # (the warm-up differentiates by finite differences: rounding differences of 1e-15
-    # between backends come out about 1e-6 in the draws)
-    np.testing.assert_allclose(run({"compile_kwargs": JAX}), run({}), rtol=1e-3, atol=1e-4)
+    (warm_jax, draws_jax), (warm, draws) = run({"compile_kwargs": JAX}), run({})
+    # The same releases with the same noise: the backends differ by rounding alone. The
+    # warm-up's Newton iterations (curvature by finite differences) grow 1e-15 to about
+    # 1e-4 over sixteen iterations, so compare in the posterior's own sds.
+    sds = np.sqrt(np.diag(np.linalg.inv(warm.hessian)))
+    assert np.max(np.abs(warm_jax.mean - warm.mean) / sds) < 1e-2
+    np.testing.assert_allclose(np.diag(warm_jax.hessian), np.diag(warm.hessian), rtol=1e-2)
+    assert warm_jax.clip == pytest.approx(warm.clip, rel=1e-2)
+    # The chains that follow magnify such differences into other paths (an accept/reject
+    # that goes the other way), so the draws are compared as a distribution.
+    spread = draws.std(axis=0)
+    assert np.all(np.abs(draws_jax.mean(axis=0) - draws.mean(axis=0)) < 0.5 * spread)
+    assert np.all((draws_jax.std(axis=0) > 0.5 * spread) & (draws_jax.std(axis=0) < 2 * spread))
 
 
 def test_jax_without_x64_is_refused_before_any_data_is_read():
