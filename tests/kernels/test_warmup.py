@@ -408,6 +408,39 @@ def test_laplace_warmup_at_a_runs_budget_never_diverges_on_a_logistic_regression
     assert np.sqrt(np.mean(np.square(errors))) < 0.7
 
 
+def test_a_normal_scale_ends_within_one_posterior_sd_at_eps_4():
+    # The clip cuts the long upper tail of log σ's per-datum gradients, (r/σ)² − 1, on one
+    # side: twenty warm-ups at a run's noise (ε = 4, n = 10⁴) must keep its mean error and
+    # rms error below one posterior sd (about −0.5 and 0.5 now; with the clip at the
+    # located quantile itself, clip_margin = 1, −1.9: benchmarks/warmup_bias.py).
+    from pymc_dp.accounting.gaussian import max_gaussian_mu
+    from pymc_dp.steps.warmup import DEFAULT_WARMUP as plan
+
+    n = 10_000
+    y = np.random.default_rng(1).normal(1.0, 1.3, n)
+
+    def rows(q):
+        r = (y - q[0]) * np.exp(-q[1])
+        return np.column_stack([r * np.exp(-q[1]), r**2 - 1.0])
+
+    prior = 1e-2 * np.eye(2)
+    mode_mu, mode_s = y.mean(), np.log(y.std())  # (the prior moves them by ~1e-6 sds)
+    sd_s = 1.0 / np.sqrt(2 * n)
+    zs = plan.noise_multipliers(max_gaussian_mu(4.0, 1e-5) / plan.share)
+    errors = []
+    for seed in range(20):
+        with np.errstate(all="ignore"):
+            found = laplace_warmup(
+                np.random.default_rng(seed), np.zeros(2), rows, lambda q: -prior @ q,
+                lambda q: prior, noise_multipliers=zs, quantile=plan.quantile,
+                clip_margin=plan.clip_margin,
+            )
+        errors.append((found.mean[1] - mode_s) / sd_s)
+        assert abs(found.mean[0] - mode_mu) < 3.0 * y.std() / np.sqrt(n)
+    assert abs(np.mean(errors)) < 1.0
+    assert np.sqrt(np.mean(np.square(errors))) < 1.0
+
+
 def test_a_step_loses_at_most_100_nats_of_prior_density():
     def logp(q):  # N(0, 1)
         return float(-0.5 * q @ q)
