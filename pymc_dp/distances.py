@@ -1,6 +1,6 @@
 """Distances between datasets with a known replace-one sensitivity, for ABCDP.
 
-ABCDP (``ALGORITHMS.md``, "ABCDP") tests ``ρ(Y*, Y_t)`` between the private observations Y*
+ABCDP (``docs/algorithms.md``, "ABCDP") tests ``ρ(Y*, Y_t)`` between the private observations Y*
 (N rows) and a simulated dataset Y_t. Its privacy rests on the sensitivity
 
     Δ_ρ ≥ sup |ρ(Y*, Y) − ρ(Y*', Y)|   over Y and neighbours Y*, Y*' (one row replaced).

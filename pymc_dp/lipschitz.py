@@ -3,7 +3,7 @@ r"""Lipschitz constants of per-datum log-likelihoods, for the posterior sampling
 Dimitrakakis et al. (2017), Assumption 1: the family is L-Lipschitz under a pseudo-metric ρ
 on data if ``|ln p(x|θ) − ln p(y|θ)| ≤ L ρ(x, y)`` for every θ in the support of the prior.
 Then one exact posterior draw is ``2L``-DP under ρ (Thm 8), N draws are ``2NL``-DP (Cor 10),
-and tempering the likelihood by T (``p(x|θ)^T``) multiplies L by T (``ALGORITHMS.md``,
+and tempering the likelihood by T (``p(x|θ)^T``) multiplies L by T (``docs/algorithms.md``,
 "Posterior sampling mechanism").
 
 What this module computes
@@ -17,7 +17,7 @@ posterior ratio is
 and ``ln E[exp r]`` lies between ``inf r`` and ``sup r``. So every exact draw is
 ``osc(r)``-DP, where ``osc(r) = sup_θ r − inf_θ r`` is the oscillation of r over the prior's
 support. This module returns **L = ½ sup_{x, y} osc(r)** (per unit of ρ), so that the
-sheet's statement "each exact draw is 2L-DP" holds verbatim. Two consequences:
+statement "each exact draw is 2L-DP" of ``docs/algorithms.md`` holds verbatim. Two consequences:
 
 * Assumption 1 with constant L' gives ``|r| ≤ L'``, hence ``osc(r) ≤ 2L'``: our L is never
   larger than the paper's, and Thm 8 holds with it (its proof bounds the likelihood ratio by

@@ -1,6 +1,6 @@
 r"""``PosteriorSampling``: draws of a tempered posterior, private by themselves.
 
-Dimitrakakis et al. (2017), Thm 8 and Cor 10; ``ALGORITHMS.md``, "Posterior sampling
+Dimitrakakis et al. (2017), Thm 8 and Cor 10; ``docs/algorithms.md``, "Posterior sampling
 mechanism". If every datum's log-likelihood ratio varies over the prior's support by at most
 ``2L`` (:mod:`pymc_dp.lipschitz`), one exact draw from the posterior is ``2L``-DP and N
 independent exact draws are ``2NL``-DP — pure DP, δ = 0, no added noise. Tempering the

@@ -1,6 +1,6 @@
 """The simulator adapter: from a PyMC model with a ``pm.Simulator`` to ABCDP's public parts.
 
-ABCDP (``ALGORITHMS.md``, "ABCDP") needs, from a model
+ABCDP (``docs/algorithms.md``, "ABCDP") needs, from a model
 
     with pm.Model():
         theta = pm.Dirichlet("theta", a=np.ones(5))

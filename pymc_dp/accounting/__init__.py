@@ -1,7 +1,7 @@
 """Privacy accounting: mechanism events, the exact Gaussian accountant, the bridge to
 dp-accounting for subsampled mechanisms, noise calibration and the privacy ledger.
 
-See ``ALGORITHMS.md`` ("Accounting") for the rules, and :mod:`pymc_dp.accounting.ledger`
+See ``docs/algorithms.md`` ("Accounting") for the rules, and :mod:`pymc_dp.accounting.ledger`
 for how a ledger composes its events.
 """
 

@@ -11,7 +11,7 @@ Conventions
   statistic under the neighbouring relation named in ``neighbouring``. Where the
   sensitivity changes from release to release (DP penalty: Δ = 2·b·‖θ'−θ‖) the event
   records a description string; the accounting only needs the noise multiplier because
-  every release is normalised by its own Δ (ALGORITHMS.md, "Gaussian compositions are
+  every release is normalised by its own Δ (docs/algorithms.md, "Gaussian compositions are
   exact").
 * ``noise_multiplier`` z is the noise standard deviation divided by Δ, so a Gaussian
   release costs μ = 1 / (2 z²) whatever Δ is.

@@ -1,4 +1,4 @@
-"""DP Barker (ALGORITHMS.md "DP Barker"; thesis 3.3, Algorithm 3; Heikkilä et al. 2019).
+"""DP Barker (docs/algorithms.md "DP Barker"; thesis 3.3, Algorithm 3; Heikkilä et al. 2019).
 
 Small functions of arrays and a generator; nothing here knows PyMC. One iteration from θ,
 after the step has proposed θ' (:func:`pymc_dp.kernels.penalty.propose`):

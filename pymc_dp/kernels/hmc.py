@@ -1,4 +1,4 @@
-"""DP HMC (ALGORITHMS.md "DP HMC"; thesis 4.2, Algorithm 4, Theorem 12).
+"""DP HMC (docs/algorithms.md "DP HMC"; thesis 4.2, Algorithm 4, Theorem 12).
 
 Small functions of arrays and a generator; nothing here knows PyMC. With a diagonal mass
 matrix ``M = diag(1 / inv_mass)``, one iteration from θ with its cached noisy gradient G(θ):

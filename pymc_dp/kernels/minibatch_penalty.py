@@ -1,4 +1,4 @@
-"""Minibatch DP penalty (ALGORITHMS.md "Minibatch DP penalty"; thesis 3.4, Lemma 1, Thm 8).
+"""Minibatch DP penalty (docs/algorithms.md "Minibatch DP penalty"; thesis 3.4, Lemma 1, Thm 8).
 
 Small functions of arrays and a generator; nothing here knows PyMC. One iteration from θ,
 after the step has proposed θ' (:func:`pymc_dp.kernels.penalty.propose`):

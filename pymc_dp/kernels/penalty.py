@@ -1,4 +1,4 @@
-"""DP penalty (ALGORITHMS.md "DP penalty"; thesis 3.1–3.2; Yildirim & Ermis 2019).
+"""DP penalty (docs/algorithms.md "DP penalty"; thesis 3.1–3.2; Yildirim & Ermis 2019).
 
 Small functions of arrays and a generator; nothing here knows PyMC. One iteration from θ:
 
@@ -159,7 +159,7 @@ def noisy_clipped_ratio(
     ``R = Σ_j clip_{b·distance}(ℓ_j(θ') − ℓ_j(θ))`` (by ``ratio_fn``) has sensitivity
     ``c = 2 b · distance`` under replace-one; the release is ``R̂ = R + N(0, σ²)`` with
     ``σ = z · c``, which costs μ = 1/(2 z²) whatever ``distance`` is. Shared by the DP
-    penalty and DP HMC acceptance tests (ALGORITHMS.md, "DP penalty" step 2–3 and "DP HMC"
+    penalty and DP HMC acceptance tests (docs/algorithms.md, "DP penalty" step 2–3 and "DP HMC"
     step 2).
 
     Returns

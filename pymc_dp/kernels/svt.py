@@ -1,7 +1,7 @@
 """The sparse vector test of ABCDP (Park, Vinaroz & Jitkrittum, Algorithm 1, Thm 4.1).
 
 Small functions of arrays and a :class:`numpy.random.Generator`; nothing here knows PyMC.
-Notation follows ``ALGORITHMS.md`` ("ABCDP"):
+Notation follows ``docs/algorithms.md`` ("ABCDP"):
 
 * ``sensitivity`` Δ_ρ: the replace-one sensitivity of the distance ρ(Y*, ·);
 * ``c``: the number of acceptances the run may output (the sparse vector's "c");

@@ -1,4 +1,4 @@
-"""Private warm-up: the releases a sampler makes to set itself up (ALGORITHMS.md "Choosing
+"""Private warm-up: the releases a sampler makes to set itself up (docs/algorithms.md "Choosing
 settings privately").
 
 Small functions of arrays and a generator; nothing here knows PyMC or the accountant. Each

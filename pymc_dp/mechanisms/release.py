@@ -8,7 +8,7 @@ noise that was added and the noise that is modelled cannot drift apart, and
 :attr:`Release.event` is the ledger entry that :func:`ledger_of` gathers for the privacy
 report.
 
-Mechanisms (ALGORITHMS.md, "Inference from privatized releases"):
+Mechanisms (docs/algorithms.md, "Inference from privatized releases"):
 
 * Laplace: ``s + Lap(Δ₁/ε)`` per entry, ε-DP for a statistic of ℓ1 sensitivity Δ₁;
 * Gaussian: ``s + N(0, σ²)`` per entry, σ = z·Δ₂ (μ = 1/(2z²) in the Gaussian accountant);

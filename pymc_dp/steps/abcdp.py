@@ -1,7 +1,7 @@
 """``ABCDP``: private rejection ABC for ``pm.Simulator`` models.
 
 Kernel: :mod:`pymc_dp.kernels.svt`; adapter: :mod:`pymc_dp.simulator`.
-Park, Vinaroz & Jitkrittum, Algorithm 1 and Thm 4.1; ``ALGORITHMS.md``, "ABCDP".
+Park, Vinaroz & Jitkrittum, Algorithm 1 and Thm 4.1; ``docs/algorithms.md``, "ABCDP".
 """
 
 from __future__ import annotations

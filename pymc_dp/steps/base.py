@@ -208,7 +208,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
 
     def _chain_mu_allotment(self, chains: int) -> float:
         """The Gaussian μ one of ``chains`` equal chains may spend: (ε, δ) → μ_max, split
-        evenly (ALGORITHMS.md, "Gaussian compositions are exact").
+        evenly (docs/algorithms.md, "Gaussian compositions are exact").
 
         Less a relative 1e-12, so that rounding in the ledger's sum over chains can never
         take the run over the budget.

@@ -98,7 +98,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     against the current point, ``R̂ = Σ_j clip_{b_l‖θ_L−θ‖}(ℓ_j(θ_L) − ℓ_j(θ)) +
     N(0, (2 b_l ‖θ_L−θ‖ z_l)²)``, accepted with the penalty-corrected HMC probability
     ``min(1, exp(R̂ + log prior ratio + ½p0ᵀM⁻¹p0 − ½p_LᵀM⁻¹p_L − σ_l²/2))`` (thesis 4.2,
-    Algorithm 4, with the η of the θ update restored; ALGORITHMS.md "DP HMC"). Everything
+    Algorithm 4, with the η of the θ update restored; docs/algorithms.md "DP HMC"). Everything
     happens on PyMC's unconstrained value space.
 
     Parameters

@@ -1,6 +1,6 @@
 """Shared parts of steps whose releases are all plain Gaussian mechanisms.
 
-Their cost is exact through the summed μ (ALGORITHMS.md, "Gaussian compositions are
+Their cost is exact through the summed μ (docs/algorithms.md, "Gaussian compositions are
 exact"), so every iteration reports the μ it spent, and a trace alone is enough to
 recompute the run's (ε, δ) (:func:`pymc_dp.privacy_report`).
 """

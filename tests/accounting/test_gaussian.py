@@ -78,8 +78,9 @@ def test_dp_hmc_iterations_with_l_plus_one_gradients_per_iteration(eps, expected
     "eps, expected", zip(EPSILONS, [34, 123, 258, 431, 640, 880], strict=True)
 )
 def test_dp_hmc_iterations_theorem_12(eps, expected):
-    # Thesis Theorem 12 (and ALGORITHMS.md): one gradient before the first iteration, then
-    # L gradients and one ratio per iteration: μ(k) = (kL + 1)/(2 z_g²) + k/(2 z_l²).
+    # Thesis Theorem 12 (and docs/algorithms.md, "DP HMC"): one gradient before the first
+    # iteration, then L gradients and one ratio per iteration:
+    # μ(k) = (kL + 1)/(2 z_g²) + k/(2 z_l²).
     per = HMC_L / (2 * Z_G**2) + 1 / (2 * Z_L**2)
     initial = 1 / (2 * Z_G**2)
     assert max_iterations(eps, DELTA, per, mu_initial=initial) == expected

@@ -27,7 +27,7 @@ def test_laplace_scale_is_thm_4_1(c, eps):
     delta_rho = 2.0 / 5000
     b_false = laplace_scale(eps, delta_rho, c, resample=False)
     b_true = laplace_scale(eps, delta_rho, c, resample=True)
-    # b = (c+1)Δ/ε without RESAMPLE, 2cΔ/ε with it (ALGORITHMS.md, "ABCDP")
+    # b = (c+1)Δ/ε without RESAMPLE, 2cΔ/ε with it (docs/algorithms.md, "ABCDP")
     assert b_false == pytest.approx((c + 1) * delta_rho / eps, rel=1e-14)
     assert b_true == pytest.approx(2 * c * delta_rho / eps, rel=1e-14)
     # eq. (8): ε_total = (c+1)Δ/b and 2cΔ/b
