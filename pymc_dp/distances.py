@@ -591,8 +591,7 @@ class ClippedDistance(Distance):
     def sensitivity(self, n_rows: int) -> float:
         s = self.declared_sensitivity
         value = float(s(_check_rows(n_rows)) if callable(s) else s)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"declared sensitivity must be a finite number > 0, got {value!r}")
+        value = check_positive(value, "declared sensitivity")
         return min(value, self.clip)
 
     def summarize(self, simulated):

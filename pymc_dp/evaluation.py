@@ -40,6 +40,8 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from pymc_dp.accounting.validation import check_positive
+
 __all__ = ["PosteriorDistance", "median_heuristic_bandwidth", "mmd", "posterior_distance"]
 
 #: Number of points drawn (with replacement) from each sample for the median heuristic.
@@ -187,9 +189,7 @@ def mmd(x, y, *, bandwidth=None, rng=None, max_points=20_000, squared=False):
             y = y[gen.choice(y.shape[0], max_points, replace=False)]
     if bandwidth is None:
         bandwidth = median_heuristic_bandwidth(x, y, rng=gen)
-    bandwidth = float(bandwidth)
-    if not (bandwidth > 0 and np.isfinite(bandwidth)):
-        raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth}")
+    bandwidth = check_positive(float(bandwidth), "bandwidth")
     gamma = 1.0 / (2.0 * bandwidth**2)
 
     centre = 0.5 * (x.mean(axis=0) + y.mean(axis=0))

@@ -44,7 +44,7 @@ from pytensor.graph.fg import Output
 from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.ledger import PrivacyLedger
-from pymc_dp.accounting.validation import check_epsilon
+from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.lipschitz import (
@@ -54,6 +54,7 @@ from pymc_dp.lipschitz import (
 )
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 from pymc_dp.sampling import (
+    REPORT_VERSION,
     PrivacyReport,
     _qualified_name,
     check_own_mechanism,
@@ -63,7 +64,6 @@ from pymc_dp.sampling import (
 
 __all__ = ["NotConvergedError", "PosteriorSampling", "SAMPLE_KWARGS", "tempered_model"]
 
-REPORT_VERSION = 2
 TEMPERED_POTENTIAL = "tempered_loglik"
 
 #: Initialisations of NUTS that print nothing about the tempered model (ADVI and MAP report
@@ -296,13 +296,11 @@ class PosteriorSampling(FixedSettings):
         # Public arguments first: bad input fails before the model or its data is touched.
         self.epsilon = check_epsilon(eps, "eps")
         self.delta = 0.0
-        self.draws = _positive_int("draws", draws)
+        self.draws = check_int(draws, "draws")
         self.max_rhat = float(max_rhat)
         if not (math.isfinite(self.max_rhat) and self.max_rhat > 1.0):
             raise ValueError(f"max_rhat must be a finite number > 1, got {max_rhat!r}")
-        if min_ess is not None and not (math.isfinite(float(min_ess)) and float(min_ess) > 0):
-            raise ValueError(f"min_ess must be a finite number > 0, got {min_ess!r}")
-        self.min_ess = None if min_ess is None else float(min_ess)
+        self.min_ess = None if min_ess is None else check_positive(min_ess, "min_ess")
 
         model = modelcontext(model)
         self.model = model
@@ -390,21 +388,21 @@ class PosteriorSampling(FixedSettings):
             budget is spent (it was reserved before the data was read): create a new
             object with a longer run.
         """
-        k = self.draws if draws is None else _positive_int("draws", draws)
+        k = self.draws if draws is None else check_int(draws, "draws")
         if k > self.draws:
             raise PrivacyBudgetExceeded(
                 f"{k} draws asked, but this PosteriorSampling was calibrated for at most "
                 f"{self.draws} (T = ε/(2NL) with N = {self.draws}). Create a new object for "
                 "more draws; no data was read."
             )
-        chains = _default_chains() if chains is None else _positive_int("chains", chains)
+        chains = _default_chains() if chains is None else check_int(chains, "chains")
         if chains < 2:
             raise ValueError("chains must be >= 2: convergence is checked with R-hat.")
-        tune = _nonnegative_int("tune", tune)
+        tune = check_int(tune, "tune", minimum=0)
         min_ess = self.min_ess if self.min_ess is not None else float(max(400, k))
         if mcmc_draws is None:
             mcmc_draws = max(1000, math.ceil(2 * min_ess / chains))
-        mcmc_draws = _positive_int("mcmc_draws", mcmc_draws)
+        mcmc_draws = check_int(mcmc_draws, "mcmc_draws")
         if chains * mcmc_draws < k:
             raise ValueError(
                 f"The run keeps {chains * mcmc_draws} draws, fewer than the {k} to release."
@@ -677,13 +675,3 @@ def _default_chains() -> int:
     return pymc_default_chains()
 
 
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not (isinstance(value, int | np.integer) and value >= 1):
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-def _nonnegative_int(name: str, value) -> int:
-    if isinstance(value, bool) or not (isinstance(value, int | np.integer) and value >= 0):
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return int(value)

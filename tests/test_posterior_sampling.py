@@ -232,6 +232,11 @@ def test_bad_epsilon_is_refused_before_the_model_is_touched(eps):
 def test_clear_errors(bernoulli_data):
     with pytest.raises(ValueError, match="draws"):
         PosteriorSampling(eps=1.0, draws=0)
+    # (the shared validators: a bool is not a count, a string not a number)
+    with pytest.raises(ValueError, match="draws must be an integer >= 1 .not a bool., got True"):
+        PosteriorSampling(eps=1.0, draws=True)
+    with pytest.raises(ValueError, match="min_ess must be a finite number > 0, got a str"):
+        PosteriorSampling(eps=1.0, draws=1, min_ess="50")
     with pm.Model():
         pm.Bernoulli("y", pm.Beta("p", 1, 1), observed=bernoulli_data)
         with pytest.raises(UnsupportedModelError, match="not trimmed"):
