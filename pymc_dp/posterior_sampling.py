@@ -52,11 +52,12 @@ from pymc_dp.lipschitz import (
     check_data_within_bounds,
     lipschitz_bound,
 )
-from pymc_dp.model import PrivateModel, data_dependent_deterministics
+from pymc_dp.model import PrivateModel
 from pymc_dp.sampling import (
     REPORT_VERSION,
     PrivacyReport,
     _qualified_name,
+    _releasable_names,
     check_own_mechanism,
     n_individuals,
     release,
@@ -483,12 +484,7 @@ class PosteriorSampling(FixedSettings):
         return result
 
     def _released_names(self) -> list[str]:
-        private = set(self.deterministics_reading_data) | set(
-            data_dependent_deterministics(self.model)
-        )
-        names = [v.name for v in self.model.free_RVs]
-        names += [d.name for d in self.model.deterministics if d.name not in private]
-        return names
+        return _releasable_names(self.model)
 
     # ------------------------------------------------------------------ reports
     def _report(self, run_id, k, chains, tune, mcmc_draws, min_ess) -> PrivacyReport:
