@@ -323,18 +323,27 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
 
 
 def _withholding_details(what: str, fn, *args):
-    """``fn(*args)``, re-raising any error by its type only.
+    """``fn(*args)``, re-raising any error by its type only, its outputs as NumPy arrays.
 
     PyTensor messages can print input values (an out-of-range index, a shape, a failed
-    check): with the data among the inputs those are private.
+    check): with the data among the inputs those are private. A backend other than the
+    default one (JAX) returns its own arrays: they become NumPy arrays here, so that the
+    kernels and PyMC's trace (which rejects a ``jax.Array`` in a chain's point) see NumPy.
     """
     try:
-        return fn(*args)
+        out = fn(*args)
     except Exception as err:
         raise RuntimeError(
             f"Evaluating {what} failed ({type(err).__name__}); the message is withheld "
             "because it may show data values."
         ) from None
+    if isinstance(out, list | tuple):
+        return type(out)(_as_numpy(o) for o in out)
+    return _as_numpy(out)
+
+
+def _as_numpy(value):
+    return value if isinstance(value, np.ndarray | np.generic) else np.asarray(value)
 
 
 def _cross_row_constant_expression(outputs, nodes, blockers, n: int) -> bool:
