@@ -347,7 +347,7 @@ def run_mmd(bm, settings, eps_list, args, label, thesis=None):
         th = f"~{r['thesis']:.2f}" if r["thesis"] is not None else "-"
         print(f"{r['eps']:>4g} {r['K']:>6d} {r['zg']:>7.2f} {r['zl']:>7.2f} {r['acc']:>7.3f} "
               f"{r['mmd'][0]:>7.3f} ± {r['mmd'][1]:<5.3f} {r['median']:>7.3f} {r['max']:>7.3f} "
-              f"{r['exact']:>7.3f} {th:>7} {'(%.3g, %.2g)' % (r['eps_spent'], r['delta_spent']):>20}")
+              f"{r['exact']:>7.3f} {th:>7} {f"({r['eps_spent']:.3g}, {r['delta_spent']:.2g})":>20}")
     for r in rows:
         if r["thesis"] is not None:
             verdict = "<=" if r["median"] <= r["thesis"] else ">"

@@ -258,7 +258,7 @@ def print_table(name, cfg, rows, chains):
         box = f"[{r['q25']:.3f}, {r['q75']:.3f}]"
         print(f"{r['eps']:>4g} {r['K']:>6d} {r['z']:>6.1f} {r['acc']:>6.3f} {100 * r['clip']:>6.2f}"
               f" {r['median']:>10.3f} {box:>15} {r['mean']:>6.3f} ± {r['sd']:<5.3f} {r['max']:>6.3f}"
-              f" {r['exact']:>6.3f} {th:>7} {'(%.10g, %.2g)' % (r['eps_spent'], r['delta_spent']):>27}")
+              f" {r['exact']:>6.3f} {th:>7} {f"({r['eps_spent']:.10g}, {r['delta_spent']:.2g})":>27}")
 
 
 def main(argv=None):

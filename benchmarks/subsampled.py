@@ -219,7 +219,7 @@ def speed_part(args, flat, tempered):
             eps=1e4, batch_size=1300, tempering=T, scaling=0.12, chains=1)),
     }
     per_iter = {k: [] for k in makers}
-    for name, (bm, make) in makers.items():  # warm-up: one-off costs
+    for bm, make in makers.values():  # warm-up: one-off costs
         _time(bm, make, 10, args.seed)
     for r in range(args.repeats):
         for name, (bm, make) in makers.items():

@@ -157,7 +157,7 @@ def main():
     run_block(args)
     if not args.no_second_block and args.bandwidth == "median" and args.threshold == 0.1:
         args.bandwidth, args.threshold = 0.5, 0.15
-        print(f"\nSame with a sharper kernel: bandwidth = 0.5, ε_abc = 0.15")
+        print("\nSame with a sharper kernel: bandwidth = 0.5, ε_abc = 0.15")
         run_block(args)
     print(f"\ntotal time {time.perf_counter() - start:.0f} s")
 

@@ -369,12 +369,12 @@ class MMD(Distance):
         return _ExactSummary(rows, gaussian_kernel_mean(rows, rows, self.bandwidth))
 
     def _bind(self, observed):
-        l = float(self.bandwidth)
-        k_xx = gaussian_kernel_mean(observed, observed, l)
+        length = float(self.bandwidth)
+        k_xx = gaussian_kernel_mean(observed, observed, length)
         n, d = observed.shape
 
         def distance(summary: _ExactSummary) -> float:
-            sq = k_xx + summary.k_yy - 2.0 * gaussian_kernel_mean(observed, summary.rows, l)
+            sq = k_xx + summary.k_yy - 2.0 * gaussian_kernel_mean(observed, summary.rows, length)
             return min(math.sqrt(max(sq, 0.0)), 2.0)
 
         return BoundDistance(

@@ -156,7 +156,7 @@ def tempered_model(model: Model, temperature: float) -> Model:
     if not observed:
         raise UnsupportedModelError("The model has no observed variables: nothing to temper.")
     terms = []
-    for i, out in observed:
+    for _, out in observed:
         other_clients = [c for c, _ in fgraph.clients[out] if not isinstance(c.op, Output)]
         if other_clients:
             raise UnsupportedModelError(

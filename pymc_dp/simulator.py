@@ -481,7 +481,7 @@ def _inspectable(fn) -> bool:
         # Unbound methods of numpy's Generator hold no data: called as fn(rng, *params, size),
         # they read only the generator PyMC hands them and the parameters.
         return True
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 (the method, to read its code)
     return isinstance(call, types.FunctionType) and not isinstance(fn, type)
 
 
@@ -520,7 +520,7 @@ def _referents(obj) -> list[tuple[str, object]]:
         for slot in (slots,) if isinstance(slots, str) else slots:
             if slot not in ("__dict__", "__weakref__") and hasattr(obj, slot):
                 out.append((f"attribute {slot!r}", getattr(obj, slot)))
-    call = getattr(type(obj), "__call__", None)
+    call = getattr(type(obj), "__call__", None)  # noqa: B004 (the method, to read its code)
     if isinstance(call, types.FunctionType):
         out.append(("__call__", call))
     return out

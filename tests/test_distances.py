@@ -25,13 +25,13 @@ def _rho(distance, x, y):
     return float(distance.bind(x)([distance.summarize(y)])[0])
 
 
-def _naive_mmd(x, y, l):
+def _naive_mmd(x, y, length):
     x = x.reshape(len(x), -1)
     y = y.reshape(len(y), -1)
 
     def k(a, b):
         sq = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
-        return np.exp(-sq / (2 * l * l))
+        return np.exp(-sq / (2 * length * length))
 
     return math.sqrt(max(k(x, x).mean() + k(y, y).mean() - 2 * k(x, y).mean(), 0.0))
 
@@ -281,7 +281,7 @@ def test_floating_point_traps_and_warnings_stay_silent_on_private_data():
     expected = _rho(MMD(bandwidth=1.0), x, y)
 
     def warns(observed, simulated):
-        warnings.warn("about the data", RuntimeWarning)
+        warnings.warn("about the data", RuntimeWarning, stacklevel=2)
         return 0.5
 
     with np.errstate(all="raise"), warnings.catch_warnings():

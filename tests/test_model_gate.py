@@ -314,7 +314,7 @@ def test_an_index_inside_an_inner_graph_is_refused():
 # ---------------------------------------------------------------------- public containers
 @pytest.mark.parametrize("where", ["prior", "likelihood"])
 def test_public_containers_are_frozen_once_the_step_is_built(where):
-    with pm.Model() as m:
+    with pm.Model():
         table = pm.Data("table", np.array([0.0, 1.0, 2.0, 3.0]))
         pymc_dp.public_data(table)
         if where == "prior":

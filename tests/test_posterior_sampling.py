@@ -120,7 +120,7 @@ def test_tempered_normal_mean_matches_its_closed_form():
     N, lo, hi = 200, -2.0, 2.0
     L = (1 - (-1)) * (hi - lo) / 2  # (data range)(mean range)/(2σ²), σ = 1
     eps = 2 * N * L * 0.3
-    with pm.Model() as m:
+    with pm.Model():
         mu = pm.Uniform("mu", lo, hi)
         pm.Normal("y", mu, 1.0, observed=y)
         mech = PosteriorSampling(eps=eps, draws=N, data_bounds=(-1, 1))
@@ -388,7 +388,7 @@ def test_the_tempered_run_logs_and_warns_nothing(bernoulli_data, monkeypatch):
     real_sample = pm.sample
 
     def sample_that_warns(*args, **kwargs):  # as a PyMC that warned about the chain would
-        warnings.warn("energy change 12345.678 at a tempered draw", RuntimeWarning)
+        warnings.warn("energy change 12345.678 at a tempered draw", RuntimeWarning, stacklevel=2)
         return real_sample(*args, **kwargs)
 
     monkeypatch.setattr(pm, "sample", sample_that_warns)

@@ -133,7 +133,7 @@ def test_release_keeps_draws_and_public_stats_only(regression_model):
 def test_deterministics_reading_array_constants_are_not_released_by_default():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(50, 2))
-    with pm.Model() as m:
+    with pm.Model():
         beta = pm.Normal("beta", 0, 5, shape=2)
         pm.Deterministic("fit", pm.math.dot(X, beta))  # X as a NumPy constant
         pm.Normal("y", pm.math.dot(X, beta), 1.0, observed=rng.normal(size=50))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, replace
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

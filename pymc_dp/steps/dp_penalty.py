@@ -205,7 +205,6 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         if self._laplace:
             return self._laplace_transition(q)
-        pmodel = self.private_model
         state = self._penalty_state
         if state is None:
             # First iteration of the chain: the warm-up (its releases), then cache ℓ(θ) at

@@ -33,7 +33,6 @@ class Intercepts:
         return self.jacobian(q).T @ w
 
     def curvature(self, q, w):
-        k = len(q) - 2
         h = np.zeros((len(q), len(q)))
         h[1, 1] = np.exp(q[1]) * (w @ q[2:])
         h[1, 2:] = h[2:, 1] = np.exp(q[1]) * w

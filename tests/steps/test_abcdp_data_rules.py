@@ -234,7 +234,10 @@ def test_the_data_check_is_repeated_before_each_chain(tmp_path):
     assert step.guard.reservations() == []
 
 
-def _public_covariate_sim(rng, mu, size, scale=np.linspace(0.5, 1.5, 7)):
+_SCALES = np.linspace(0.5, 1.5, 7)
+
+
+def _public_covariate_sim(rng, mu, size, scale=_SCALES):
     return rng.normal(mu, scale.mean(), size=size)
 
 

@@ -57,7 +57,7 @@ def test_variables_added_after_the_step_are_refused_before_reserving(conjugate):
 
 
 def test_data_changed_after_the_step_is_refused():
-    with pm.Model() as model:
+    with pm.Model():
         yd = pm.Data("yd", np.zeros(10))
         mu = pm.Normal("mu")
         pm.Normal("y", mu, 1, observed=yd)

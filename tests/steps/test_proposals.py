@@ -1,7 +1,6 @@
 """The tuned proposal shared by DPPenalty, MinibatchDPPenalty and DPBarker."""
 
 import numpy as np
-import pymc as pm
 import pytest
 
 import pymc_dp
