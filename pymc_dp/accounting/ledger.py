@@ -18,7 +18,7 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    ``ε_total(δ) = ε_pure + ε_nonpure(δ)``.
 
 4. **DP Barker events compose in RDP.** If the ledger holds any
-   :class:`~pymc_dp.accounting.barker.BarkerEvent` (thesis Theorem 7, whose guarantee is an
+   :class:`~pymc_dp.accounting.events.BarkerEvent` (thesis Theorem 7, whose guarantee is an
    RDP bound), all non-pure events are composed by adding RDP at the integer orders
    ``2 < α < b/5`` (Gaussian and without-replacement subsampled Gaussian events through
    dp-accounting's RDP accountant) and converted with ``ε = min_α ρ_α + ln(1/δ)/(α − 1)``
@@ -43,6 +43,7 @@ from pymc_dp.accounting.dp_accounting_bridge import (
     rdp_epsilon,
 )
 from pymc_dp.accounting.events import (
+    BarkerEvent,
     Event,
     GaussianEvent,
     LaplaceEvent,
@@ -51,7 +52,7 @@ from pymc_dp.accounting.events import (
     event_from_dict,
 )
 from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon
-from pymc_dp.accounting.barker import BarkerEvent, barker_delta, barker_epsilon
+from pymc_dp.accounting.barker import barker_delta, barker_epsilon
 from pymc_dp.accounting.validation import check_delta
 
 __all__ = ["PrivacyLedger"]
