@@ -301,7 +301,10 @@ def composed_epsilon(
 def composed_delta(
     events: Sequence[Event], remaining: float, cache: dict | None = None
 ) -> float:
-    """δ of the non-pure ``events`` at ``remaining`` = ε − ε_pure ≥ 0 (0.0 if there are none)."""
+    """δ of the non-pure ``events`` at ``remaining = ε − ε_pure ≥ 0`` (0.0 if there are none).
+
+    ``cache`` as in :func:`composed_epsilon`.
+    """
     nonpure = nonpure_events(events)
     if not nonpure:
         return 0.0

@@ -81,7 +81,8 @@ def test_subsampled_rule_depends_on_the_sampling_scheme():
     assert not rule.pure
     assert rule.route(wor()) is RDP  # PLD does not support sampling without replacement
     assert rule.route(poisson()) is PLD
-    assert list(rule.row(poisson())) == ["noise_multiplier", "sampling_rate", "sampling", "sensitivity"]
+    fields = ["noise_multiplier", "sampling_rate", "sampling", "sensitivity"]
+    assert list(rule.row(poisson())) == fields
 
 
 def test_barker_rule():
@@ -182,7 +183,11 @@ MIXES = {
         PLD, 1.1104293798010298, 3.1085159785986042e-06, 5.307012377941022e-13,
     ),
     "poisson_gaussian_pure_add_remove": (
-        [poisson(1.1, 0.02, 50, neighbouring=AR), g(5.0, 3, neighbouring=AR), pure(0.2, neighbouring=AR)],
+        [
+            poisson(1.1, 0.02, 50, neighbouring=AR),
+            g(5.0, 3, neighbouring=AR),
+            pure(0.2, neighbouring=AR),
+        ],
         PLD, 1.984049420533785, 0.003988784883442176, 1.0590872330467976e-10,
     ),
     "without_replacement": (
@@ -301,3 +306,32 @@ def test_summary_rows_are_unchanged():
         else:
             assert row == plain
 
+
+
+# ---------------------------------------------------------------------- extension points
+def test_an_event_type_defined_elsewhere_is_read_back_and_accounted(monkeypatch):
+    from dataclasses import dataclass
+
+    from pymc_dp.accounting import composition, events
+
+    @dataclass(frozen=True, kw_only=True)
+    class RoundedEvent(Event):  # a pure mechanism of this test only
+        epsilon: float
+        kind = "test_rounded"
+
+    monkeypatch.setitem(events._EVENT_TYPES, RoundedEvent.kind, RoundedEvent)
+    assert events.register_event_type(RoundedEvent) is RoundedEvent
+    monkeypatch.setitem(
+        composition._RULES,
+        RoundedEvent,
+        composition.EventRule(
+            row=lambda e: {"epsilon": e.epsilon}, pure_epsilon=lambda e: e.epsilon
+        ),
+    )
+    ledger = PrivacyLedger([RoundedEvent(name="r", epsilon=0.5), g(1.0)])
+    assert PrivacyLedger.from_dict(json.loads(json.dumps(ledger.to_dict()))) == ledger
+    assert ledger.epsilon(DELTA) == pytest.approx(0.5 + PrivacyLedger([g(1.0)]).epsilon(DELTA))
+    assert ledger.summary()[0] == {
+        "kind": "test_rounded", "name": "r", "count": 1, "neighbouring": "replace_one",
+        "epsilon": 0.5,
+    }
