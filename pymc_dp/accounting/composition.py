@@ -22,7 +22,10 @@ The one place that decides which accountant a ledger uses (the rules are stated 
   ====  ==============  ======================================  ==========================
 
   and every route composes *all* the non-pure events of the mix (so one Barker event moves
-  the Gaussians into RDP too);
+  the Gaussians into RDP too). A route therefore has to take every event of lower rank, or
+  refuse it with :class:`~pymc_dp.accounting.dp_accounting_bridge.UnsupportedEventError`
+  (the RDP routes refuse Poisson subsampling under replace-one): a new event type gets the
+  rank above every route that cannot account it;
 * and the fields of its row in :meth:`PrivacyLedger.summary
   <pymc_dp.accounting.ledger.PrivacyLedger.summary>`.
 
