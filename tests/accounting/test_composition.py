@@ -312,21 +312,21 @@ def test_summary_rows_are_unchanged():
 def test_an_event_type_defined_elsewhere_is_read_back_and_accounted(monkeypatch):
     from dataclasses import dataclass
 
-    from pymc_dp.accounting import composition, events
+    # The registries the ledger itself consults: pytest's doctest collection
+    # (--import-mode=importlib) may import second copies of these modules.
+    composition = PrivacyLedger.add.__globals__["has_rule"].__globals__
+    events = PrivacyLedger.from_dict.__globals__["event_from_dict"].__globals__
 
     @dataclass(frozen=True, kw_only=True)
     class RoundedEvent(Event):  # a pure mechanism of this test only
         epsilon: float
         kind = "test_rounded"
 
-    monkeypatch.setitem(events._EVENT_TYPES, RoundedEvent.kind, RoundedEvent)
-    assert events.register_event_type(RoundedEvent) is RoundedEvent
-    monkeypatch.setitem(
-        composition._RULES,
-        RoundedEvent,
-        composition.EventRule(
-            row=lambda e: {"epsilon": e.epsilon}, pure_epsilon=lambda e: e.epsilon
-        ),
+    monkeypatch.setitem(events["_EVENT_TYPES"], RoundedEvent.kind, RoundedEvent)
+    monkeypatch.setitem(composition["_RULES"], RoundedEvent, None)  # restored afterwards
+    assert events["register_event_type"](RoundedEvent) is RoundedEvent
+    composition["register_rule"](
+        RoundedEvent, row=lambda e: {"epsilon": e.epsilon}, pure_epsilon=lambda e: e.epsilon
     )
     ledger = PrivacyLedger([RoundedEvent(name="r", epsilon=0.5), g(1.0)])
     assert PrivacyLedger.from_dict(json.loads(json.dumps(ledger.to_dict()))) == ledger
