@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass
 from pymc_dp.accounting.gaussian import gaussian_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 
-# σ² belongs to the mechanism, so the kernel that adds the noise (and ships a V_corr fitted
-# for it) owns the constant; the accountant describes that mechanism and reads it from
-# there. Imports flow kernel → accounting, never back.
+# σ² belongs to the mechanism: the kernel adds the noise and ships a V_corr fitted for it,
+# so it owns the constant, and the accounting, which describes that mechanism, reads it
+# from there (kernels/barker.py imports nothing from pymc_dp.accounting).
 from pymc_dp.kernels.barker import BARKER_NOISE_VARIANCE
 
 __all__ = [
