@@ -14,6 +14,7 @@ from pymc_dp.accounting.dp_accounting_bridge import (
     to_dp_event,
 )
 from pymc_dp.accounting.events import (
+    BarkerEvent,
     Event,
     GaussianEvent,
     LaplaceEvent,
@@ -31,7 +32,6 @@ from pymc_dp.accounting.gaussian import (
 )
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.barker import (  # DP Barker (thesis Theorem 7)
-    BarkerEvent,
     barker_delta,
     barker_epsilon,
     barker_max_iterations,

@@ -41,15 +41,21 @@ from __future__ import annotations
 import math
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from pymc_dp.accounting.dp_accounting_bridge import UnsupportedEventError, make_rdp_accountant
-from pymc_dp.accounting.events import REPLACE_ONE, Event, register_event_type
+# BarkerEvent and MIN_BARKER_BATCH live with the other events; importable here as before.
+from pymc_dp.accounting.events import (
+    MIN_BARKER_BATCH,
+    BarkerEvent,
+    Event,
+    _check_batch,
+)
 from pymc_dp.accounting.subsampling import rdp_to_delta, rdp_to_epsilon, wbk_subsampled_rdp
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int
+from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.kernels.barker import BARKER_NOISE_VARIANCE  # re-exported; see events.py
 
 __all__ = [
     "BARKER_NOISE_VARIANCE",
@@ -63,24 +69,8 @@ __all__ = [
     "barker_rdp",
 ]
 
-#: Total noise variance σ² of DP Barker (Theorem 7 and the shipped V_corr are for σ² = 2).
-BARKER_NOISE_VARIANCE = 2.0
-#: Smallest batch with an admissible order (an integer α with 2 < α < b/5).
-MIN_BARKER_BATCH = 16
 #: Largest RDP order tried. Fewer orders only loosen the bound: ε is a minimum over them.
 MAX_ORDER = 512
-
-
-def _check_batch(n_data, batch_size) -> tuple[int, int]:
-    n_data, batch_size = check_int(n_data, "n_data"), check_int(batch_size, "batch_size")
-    if batch_size < MIN_BARKER_BATCH:
-        raise ValueError(
-            f"DP Barker's accountant (thesis Theorem 7) needs an integer order 2 < α < b/5, "
-            f"hence a batch of at least {MIN_BARKER_BATCH} rows; got batch_size={batch_size}"
-        )
-    if batch_size > n_data:
-        raise ValueError(f"batch_size ({batch_size}) cannot exceed n_data ({n_data})")
-    return n_data, batch_size
 
 
 def barker_orders(batch_size: int) -> np.ndarray:
@@ -133,43 +123,6 @@ def barker_rdp(alpha: int, n_data: int, batch_size: int) -> float:
     if alpha not in orders:
         raise ValueError(f"order {alpha!r} is not an integer in (2, b/5) (b = {batch_size})")
     return rdp[orders.index(alpha)]
-
-
-@register_event_type
-@dataclass(frozen=True, kw_only=True)
-class BarkerEvent(Event):
-    """``count`` DP Barker iterations on batches of ``batch_size`` of ``n_data`` rows.
-
-    Replace-one neighbouring only; noise variance 2 (see the module docstring for why
-    there is no noise multiplier).
-
-    Examples
-    --------
-    >>> ev = BarkerEvent(name="barker test", count=100, n_data=10_000, batch_size=500)
-    >>> ev.sampling_rate
-    0.05
-    """
-
-    n_data: int
-    batch_size: int
-    noise_variance: float = BARKER_NOISE_VARIANCE
-
-    kind = "dp_barker"
-
-    def __post_init__(self):
-        super().__post_init__()
-        _check_batch(self.n_data, self.batch_size)
-        if self.neighbouring != REPLACE_ONE:
-            raise ValueError("BarkerEvent is accounted under the replace-one relation only")
-        if self.noise_variance != BARKER_NOISE_VARIANCE:
-            raise ValueError(
-                f"BarkerEvent supports noise_variance = {BARKER_NOISE_VARIANCE} only (thesis "
-                f"Theorem 7), got {self.noise_variance!r}"
-            )
-
-    @property
-    def sampling_rate(self) -> float:
-        return self.batch_size / self.n_data
 
 
 def _composed_rdp(events: Sequence[Event]) -> tuple[np.ndarray, np.ndarray]:

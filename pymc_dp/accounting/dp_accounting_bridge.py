@@ -52,6 +52,7 @@ the noise multiplier against a bound C on the *norm of one record's contribution
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -138,44 +139,58 @@ def _check_accountant(accountant: str) -> str:
     return accountant
 
 
+def _label(event: Event) -> str:
+    return f"{type(event).__name__}({event.name!r})"
+
+
+# One converter per event type (singledispatch follows subclasses): one release of the
+# event as a dp-accounting DpEvent, see the module docstring.
+@functools.singledispatch
 def _base_event(event: Event, accountant: str) -> dp_accounting.DpEvent:
-    """One release of ``event`` as a dp-accounting DpEvent (see the module docstring)."""
-    name = f"{type(event).__name__}({event.name!r})"
-    if isinstance(event, GaussianEvent):
-        z = float(event.noise_multiplier)
-        if accountant == "pld" and event.neighbouring == REPLACE_ONE:
-            z *= 2.0  # dp-accounting's PLD REPLACE_ONE shifts by 2·sensitivity
-        return dp_accounting.GaussianDpEvent(noise_multiplier=z)
-    if isinstance(event, SubsampledGaussianEvent):
-        gaussian = dp_accounting.GaussianDpEvent(noise_multiplier=float(event.noise_multiplier))
-        q = float(event.sampling_rate)
-        if event.sampling == "poisson":
-            if accountant == "rdp" and event.neighbouring == REPLACE_ONE:
-                raise UnsupportedEventError(
-                    f"{name}: dp-accounting's RDP accountant does not support Poisson "
-                    "subsampling under the replace-one relation; use the PLD accountant "
-                    "(pld_epsilon)"
-                )
-            return dp_accounting.PoissonSampledDpEvent(sampling_probability=q, event=gaussian)
-        # without replacement
-        if accountant == "pld":
-            raise UnsupportedEventError(
-                f"{name}: dp-accounting's PLD accountant does not support sampling without "
-                "replacement; use the RDP accountant (rdp_epsilon)"
-            )
-        if event.neighbouring != REPLACE_ONE:
-            raise UnsupportedEventError(
-                f"{name}: sampling without replacement is only accounted under the "
-                "replace-one relation (dp-accounting's RDP accountant)"
-            )
-        # The RDP accountant only uses sample_size / source_dataset_size: pass q exactly.
-        frac = Fraction(q)
-        return dp_accounting.SampledWithoutReplacementDpEvent(
-            source_dataset_size=frac.denominator, sample_size=frac.numerator, event=gaussian
-        )
     raise UnsupportedEventError(
-        f"{name}: events of kind {event.kind!r} are not converted to dp-accounting; pure "
-        "events (laplace, pure) are composed by PrivacyLedger through basic composition"
+        f"{_label(event)}: events of kind {event.kind!r} are not converted to dp-accounting; "
+        "pure events (laplace, pure) are composed by PrivacyLedger through basic composition"
+    )
+
+
+@_base_event.register(GaussianEvent)
+def _gaussian_base_event(event: GaussianEvent, accountant: str) -> dp_accounting.DpEvent:
+    z = float(event.noise_multiplier)
+    if accountant == "pld" and event.neighbouring == REPLACE_ONE:
+        z *= 2.0  # dp-accounting's PLD REPLACE_ONE shifts by 2·sensitivity
+    return dp_accounting.GaussianDpEvent(noise_multiplier=z)
+
+
+@_base_event.register(SubsampledGaussianEvent)
+def _subsampled_base_event(
+    event: SubsampledGaussianEvent, accountant: str
+) -> dp_accounting.DpEvent:
+    name = _label(event)
+    gaussian = dp_accounting.GaussianDpEvent(noise_multiplier=float(event.noise_multiplier))
+    q = float(event.sampling_rate)
+    if event.sampling == "poisson":
+        if accountant == "rdp" and event.neighbouring == REPLACE_ONE:
+            raise UnsupportedEventError(
+                f"{name}: dp-accounting's RDP accountant does not support Poisson "
+                "subsampling under the replace-one relation; use the PLD accountant "
+                "(pld_epsilon)"
+            )
+        return dp_accounting.PoissonSampledDpEvent(sampling_probability=q, event=gaussian)
+    # without replacement
+    if accountant == "pld":
+        raise UnsupportedEventError(
+            f"{name}: dp-accounting's PLD accountant does not support sampling without "
+            "replacement; use the RDP accountant (rdp_epsilon)"
+        )
+    if event.neighbouring != REPLACE_ONE:
+        raise UnsupportedEventError(
+            f"{name}: sampling without replacement is only accounted under the "
+            "replace-one relation (dp-accounting's RDP accountant)"
+        )
+    # The RDP accountant only uses sample_size / source_dataset_size: pass q exactly.
+    frac = Fraction(q)
+    return dp_accounting.SampledWithoutReplacementDpEvent(
+        source_dataset_size=frac.denominator, sample_size=frac.numerator, event=gaussian
     )
 
 

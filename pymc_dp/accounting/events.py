@@ -17,6 +17,8 @@ Conventions
   release costs μ = 1 / (2 z²) whatever Δ is.
 * ``count`` is how many such releases were made (may be 0 for a planned but unused
   mechanism).
+* :class:`BarkerEvent` has neither: DP Barker's released variance depends on the data, and
+  its guarantee is stated in RDP (:mod:`pymc_dp.accounting.barker`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from dataclasses import asdict, dataclass
 from pymc_dp.accounting.gaussian import gaussian_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 
+# σ² belongs to the mechanism: the kernel adds the noise and ships a V_corr fitted for it,
+# so it owns the constant, and the accounting, which describes that mechanism, reads it
+# from there (kernels/barker.py imports nothing from pymc_dp.accounting).
+from pymc_dp.kernels.barker import BARKER_NOISE_VARIANCE
+
 __all__ = [
+    "MIN_BARKER_BATCH",
+    "BarkerEvent",
     "Event",
     "GaussianEvent",
     "LaplaceEvent",
@@ -39,6 +48,9 @@ __all__ = [
 
 REPLACE_ONE = "replace_one"
 ADD_REMOVE = "add_remove"
+
+#: Smallest DP Barker batch with an admissible order (an integer α with 2 < α < b/5).
+MIN_BARKER_BATCH = 16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,8 +164,57 @@ class PureDPEvent(Event):
         _check_positive(self, "epsilon")
 
 
+def _check_batch(n_data, batch_size) -> tuple[int, int]:
+    n_data, batch_size = check_int(n_data, "n_data"), check_int(batch_size, "batch_size")
+    if batch_size < MIN_BARKER_BATCH:
+        raise ValueError(
+            f"DP Barker's accountant (thesis Theorem 7) needs an integer order 2 < α < b/5, "
+            f"hence a batch of at least {MIN_BARKER_BATCH} rows; got batch_size={batch_size}"
+        )
+    if batch_size > n_data:
+        raise ValueError(f"batch_size ({batch_size}) cannot exceed n_data ({n_data})")
+    return n_data, batch_size
+
+
+@dataclass(frozen=True, kw_only=True)
+class BarkerEvent(Event):
+    """``count`` DP Barker iterations on batches of ``batch_size`` of ``n_data`` rows.
+
+    Replace-one neighbouring only; noise variance 2 (see :mod:`pymc_dp.accounting.barker`
+    for why there is no noise multiplier, and for its accounting).
+
+    Examples
+    --------
+    >>> ev = BarkerEvent(name="barker test", count=100, n_data=10_000, batch_size=500)
+    >>> ev.sampling_rate
+    0.05
+    """
+
+    n_data: int
+    batch_size: int
+    noise_variance: float = BARKER_NOISE_VARIANCE
+
+    kind = "dp_barker"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _check_batch(self.n_data, self.batch_size)
+        if self.neighbouring != REPLACE_ONE:
+            raise ValueError("BarkerEvent is accounted under the replace-one relation only")
+        if self.noise_variance != BARKER_NOISE_VARIANCE:
+            raise ValueError(
+                f"BarkerEvent supports noise_variance = {BARKER_NOISE_VARIANCE} only (thesis "
+                f"Theorem 7), got {self.noise_variance!r}"
+            )
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.n_data
+
+
 _EVENT_TYPES = {
-    cls.kind: cls for cls in (GaussianEvent, SubsampledGaussianEvent, LaplaceEvent, PureDPEvent)
+    cls.kind: cls
+    for cls in (GaussianEvent, SubsampledGaussianEvent, LaplaceEvent, PureDPEvent, BarkerEvent)
 }
 
 

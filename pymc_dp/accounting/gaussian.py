@@ -20,7 +20,8 @@ Dong, Roth & Su). This module evaluates that curve stably and inverts it:
 * :func:`zcdp_epsilon` – the looser zCDP conversion, kept for comparison only.
 
 Rounding policy: every inverse is rounded to the side that never under-reports the privacy
-cost. Inverses solve ``δ(ε, μ) = δ·(1 − m)`` for a tiny relative margin ``m`` (1e-10 for
+cost (:func:`~pymc_dp.accounting.roots.safe_root`). Inverses solve ``δ(ε, μ) = δ·(1 − m)``
+for a tiny relative margin ``m`` (1e-10 for
 :func:`gaussian_epsilon`, 1e-9 for :func:`max_gaussian_mu`) so that floating-point error in
 δ itself cannot tip a result over the budget; the margins move ε by ~1e-10 relative.
 """
@@ -32,9 +33,9 @@ import numbers
 
 import numpy as np
 
-from scipy.optimize import brentq
 from scipy.special import erfcx, log_ndtr, ndtr
 
+from pymc_dp.accounting.roots import safe_root
 from pymc_dp.accounting.validation import (
     check_delta,
     check_epsilon,
@@ -254,12 +255,8 @@ def gaussian_epsilon(mu, delta) -> float:
     hi = zcdp_epsilon(mu, delta)  # a valid bound: δ(hi) ≤ δ up to rounding
     while excess(hi) > 0.0:
         hi *= 2.0
-    eps = brentq(excess, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    step = max(abs(eps) * 1e-15, 1e-300)
-    while excess(eps) > 0.0:  # round up onto the safe side
-        eps += step
-        step *= 2.0
-    return float(eps)
+    # Rounded up onto the safe side: a larger ε never under-reports.
+    return float(safe_root(excess, 0.0, hi, side=+1, xtol=1e-15, maxiter=500))
 
 
 def max_gaussian_mu(eps, delta) -> float:
@@ -320,12 +317,8 @@ def max_gaussian_mu(eps, delta) -> float:
                 f"The budget ε = {eps:.4g} (δ = {delta:.3g}) is too large to be accounted in "
                 "double precision: the μ it allows overflows a float. Use a smaller ε."
             )
-    mu = brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    step = abs(mu) * 1e-15
-    while excess(mu) > 0.0:  # round down onto the safe side
-        mu -= step
-        step *= 2.0
-    return float(mu)
+    # Rounded down onto the safe side: a smaller μ budget buys more noise.
+    return float(safe_root(excess, lo, hi, side=-1, xtol=1e-300, maxiter=500))
 
 
 def max_iterations(eps, delta, mu_per_iteration, *, mu_initial=0.0) -> int:

@@ -18,7 +18,7 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    ``ε_total(δ) = ε_pure + ε_nonpure(δ)``.
 
 4. **DP Barker events compose in RDP.** If the ledger holds any
-   :class:`~pymc_dp.accounting.barker.BarkerEvent` (thesis Theorem 7, whose guarantee is an
+   :class:`~pymc_dp.accounting.events.BarkerEvent` (thesis Theorem 7, whose guarantee is an
    RDP bound), all non-pure events are composed by adding RDP at the integer orders
    ``2 < α < b/5`` (Gaussian and without-replacement subsampled Gaussian events through
    dp-accounting's RDP accountant) and converted with ``ε = min_α ρ_α + ln(1/δ)/(α − 1)``
@@ -26,6 +26,9 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    those orders (Poisson subsampling under replace-one) are refused.
 
 An empty ledger (or one whose events all have ``count == 0``) costs ε = 0.
+
+Which rule applies is decided in one place, :mod:`pymc_dp.accounting.composition`, from one
+registered rule per event type; the ledger asks it once per query.
 """
 
 from __future__ import annotations
@@ -35,29 +38,20 @@ import numbers
 
 from collections.abc import Iterable, Iterator
 
-from pymc_dp.accounting.dp_accounting_bridge import (
-    common_neighbouring,
-    pld_delta,
-    pld_epsilon,
-    rdp_delta,
-    rdp_epsilon,
+from pymc_dp.accounting.composition import (
+    composed_delta,
+    composed_epsilon,
+    has_rule,
+    nonpure_events,
+    pure_epsilon,
+    summary_row,
 )
-from pymc_dp.accounting.events import (
-    Event,
-    GaussianEvent,
-    LaplaceEvent,
-    PureDPEvent,
-    SubsampledGaussianEvent,
-    event_from_dict,
-)
-from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon
-from pymc_dp.accounting.barker import BarkerEvent, barker_delta, barker_epsilon
+from pymc_dp.accounting.dp_accounting_bridge import common_neighbouring
+from pymc_dp.accounting.events import Event, GaussianEvent, event_from_dict
 from pymc_dp.accounting.validation import check_delta
 
 __all__ = ["PrivacyLedger"]
 
-_PURE = (LaplaceEvent, PureDPEvent)
-_NONPURE = (GaussianEvent, SubsampledGaussianEvent, BarkerEvent)
 _FORMAT = "pymc_dp.PrivacyLedger"
 _VERSION = 1
 
@@ -96,7 +90,7 @@ class PrivacyLedger:
 
         Parameters
         ----------
-        event : GaussianEvent, SubsampledGaussianEvent, LaplaceEvent or PureDPEvent
+        event : GaussianEvent, SubsampledGaussianEvent, BarkerEvent, LaplaceEvent or PureDPEvent
 
         Raises
         ------
@@ -112,10 +106,11 @@ class PrivacyLedger:
         >>> ledger.epsilon(1e-6)
         1.0
         """
-        if not isinstance(event, _PURE + _NONPURE):
+        if not has_rule(event):
             raise ValueError(
                 f"PrivacyLedger cannot account for {event!r}: expected a GaussianEvent, "
-                "SubsampledGaussianEvent, LaplaceEvent or PureDPEvent"
+                "SubsampledGaussianEvent, BarkerEvent, LaplaceEvent or PureDPEvent (an event "
+                "type with a rule in pymc_dp.accounting.composition)"
             )
         if self._events and event.neighbouring != self._events[0].neighbouring:
             raise ValueError(
@@ -189,20 +184,7 @@ class PrivacyLedger:
         >>> PrivacyLedger([LaplaceEvent(name="l", count=3, epsilon=0.25)]).pure_epsilon
         0.75
         """
-        return math.fsum(e.count * e.epsilon for e in self._events if isinstance(e, _PURE))
-
-    def _nonpure(self) -> tuple[Event, ...]:
-        return tuple(e for e in self._events if isinstance(e, _NONPURE) and e.count > 0)
-
-    @staticmethod
-    def _bridge(nonpure) -> tuple:
-        """(epsilon_fn, delta_fn) of the dp-accounting accountant these events need."""
-        if any(
-            isinstance(e, SubsampledGaussianEvent) and e.sampling == "without_replacement"
-            for e in nonpure
-        ):
-            return rdp_epsilon, rdp_delta
-        return pld_epsilon, pld_delta
+        return pure_epsilon(self._events)
 
     def epsilon(self, delta: float) -> float:
         """The composed ε at ``delta`` (see the module docstring for the rules).
@@ -230,25 +212,9 @@ class PrivacyLedger:
         >>> round(PrivacyLedger([GaussianEvent(name="g", noise_multiplier=1.0)]).epsilon(1e-5), 4)
         4.3772
         """
-        pure = self.pure_epsilon
-        nonpure = self._nonpure()
         if delta == 0 and not isinstance(delta, bool):
-            return pure if not nonpure else math.inf
-        delta = check_delta(delta)
-        if not nonpure:
-            return pure
-        if any(isinstance(e, BarkerEvent) for e in nonpure):  # rule 4: RDP composition
-            key = ("barker_epsilon", nonpure, delta)
-            if key not in self._cache:
-                self._cache[key] = barker_epsilon(nonpure, delta)
-            return pure + self._cache[key]
-        if not any(isinstance(e, SubsampledGaussianEvent) for e in nonpure):
-            return pure + gaussian_epsilon(self.mu, delta)
-        key = ("epsilon", nonpure, delta)
-        if key not in self._cache:
-            eps_fn, _ = self._bridge(nonpure)
-            self._cache[key] = eps_fn(nonpure, delta)
-        return pure + self._cache[key]
+            return self.pure_epsilon if not nonpure_events(self._events) else math.inf
+        return composed_epsilon(self._events, check_delta(delta), self._cache)
 
     def delta(self, epsilon: float) -> float:
         """The composed δ at ``epsilon``.
@@ -288,21 +254,7 @@ class PrivacyLedger:
         remaining = float(epsilon) - self.pure_epsilon
         if remaining < 0:
             return 1.0
-        nonpure = self._nonpure()
-        if not nonpure:
-            return 0.0
-        if any(isinstance(e, BarkerEvent) for e in nonpure):  # rule 4: RDP composition
-            key = ("barker_delta", nonpure, remaining)
-            if key not in self._cache:
-                self._cache[key] = barker_delta(nonpure, remaining)
-            return self._cache[key]
-        if not any(isinstance(e, SubsampledGaussianEvent) for e in nonpure):
-            return gaussian_delta(remaining, self.mu)
-        key = ("delta", nonpure, remaining)
-        if key not in self._cache:
-            _, delta_fn = self._bridge(nonpure)
-            self._cache[key] = min(1.0, delta_fn(nonpure, remaining))
-        return self._cache[key]
+        return composed_delta(self._events, remaining, self._cache)
 
     # ------------------------------------------------------------------ reporting
     def summary(self, delta: float | None = None) -> list[dict]:
@@ -335,44 +287,7 @@ class PrivacyLedger:
         """
         if delta is not None:
             delta = check_delta(delta)
-        rows = []
-        for e in self._events:
-            row = {"kind": e.kind, "name": e.name, "count": e.count, "neighbouring": e.neighbouring}
-            if isinstance(e, GaussianEvent):
-                row.update(noise_multiplier=e.noise_multiplier, sensitivity=e.sensitivity, mu=e.mu)
-                if delta is not None:
-                    row["epsilon"] = gaussian_epsilon(e.mu, delta)
-            elif isinstance(e, SubsampledGaussianEvent):
-                row.update(
-                    noise_multiplier=e.noise_multiplier,
-                    sampling_rate=e.sampling_rate,
-                    sampling=e.sampling,
-                    sensitivity=e.sensitivity,
-                )
-                if delta is not None:
-                    row["epsilon"] = PrivacyLedger([e]).epsilon(delta)
-            elif isinstance(e, BarkerEvent):
-                row.update(
-                    n_data=e.n_data,
-                    batch_size=e.batch_size,
-                    sampling_rate=e.sampling_rate,
-                    noise_variance=e.noise_variance,
-                    sensitivity="|Δλ| ≤ 2/√b, |Δs²| ≤ 5/b (thesis Thm 7)",
-                )
-                if delta is not None:
-                    row["epsilon"] = PrivacyLedger([e]).epsilon(delta)
-            elif isinstance(e, LaplaceEvent):
-                row.update(
-                    epsilon_per_release=e.epsilon,
-                    sensitivity=e.sensitivity,
-                    epsilon=e.count * e.epsilon,
-                )
-            else:  # PureDPEvent
-                row.update(epsilon_per_release=e.epsilon, epsilon=e.count * e.epsilon)
-                if e.description:
-                    row["description"] = e.description
-            rows.append(row)
-        return rows
+        return [summary_row(e, delta) for e in self._events]
 
     def to_dict(self) -> dict:
         """A JSON-safe dict that :meth:`from_dict` reads back.

@@ -38,12 +38,12 @@ import numpy as np
 
 from scipy import optimize, special
 
-from pymc_dp.accounting.barker import BARKER_NOISE_VARIANCE
 from pymc_dp.kernels.clipping import clipped_scalars
 from pymc_dp.kernels.minibatch_penalty import batch_estimate, draw_batch
 from pymc_dp.kernels.penalty import _finite_or_reject
 
 __all__ = [
+    "BARKER_NOISE_VARIANCE",
     "BarkerInfo",
     "VCorr",
     "barker_transition",
@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 VCORR_RESOURCE = "vcorr.json"
+#: Total noise variance σ² of DP Barker (thesis Theorem 7 and the shipped V_corr are for
+#: σ² = 2). Defined here, with the mechanism; the accounting imports it from this module.
+BARKER_NOISE_VARIANCE = 2.0
 
 
 @dataclass(frozen=True, eq=False)
