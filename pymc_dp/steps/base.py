@@ -37,6 +37,7 @@ and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_c
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.sampling.parallel import _cpu_count
 from pymc.step_methods.arraystep import ArrayStepShared
-from pymc.step_methods.compound import Competence
+from pymc.step_methods.compound import Competence, CompoundStep
 from pymc.util import get_state_from_generator
 
 from pymc_dp.accounting.events import Event
@@ -317,8 +318,35 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         before reading data); only the early refusal would be lost, and
         ``tests/steps/test_base.py`` would say so.
         """
+        self._refuse_non_private_company()
         self._check_run_fits(n_chains)
         return super()._progressbar_config(n_chains)
+
+    def _refuse_non_private_company(self) -> None:
+        """Refuse to run inside a PyMC ``CompoundStep`` with a non-private step, before
+        anything is reserved or read.
+
+        ``pm.sample(step=[pm.Metropolis(...), private])`` combines steps in a
+        ``CompoundStep``, which calls this step's hooks (``_progressbar_config``,
+        ``setup_chain``) from its own; the other step would read the data without noise.
+        The caller's ``self`` is the only place a step can see its company. If PyMC
+        combined steps some other way, :meth:`astep` still refuses at the first iteration
+        after another step moved the chain, and :func:`pymc_dp.release` refuses a trace
+        with another sampler's stats.
+        """
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_locals.get("self") is self:  # (subclass hooks)
+            frame = frame.f_back
+        compound = None if frame is None else frame.f_locals.get("self")
+        if not isinstance(compound, CompoundStep):
+            return
+        others = [type(m).__name__ for m in compound.methods if not isinstance(m, PrivateStep)]
+        if others:
+            raise UnsupportedModelError(
+                f"{type(self).__name__} is combined with non-private steps {others}, which "
+                "would read the data without noise. A private step must be the only step "
+                "of its chains: it covers every free variable. Nothing was reserved or read."
+            )
 
     def _chain_reservations(self) -> list[dict]:
         """The ledger's reservations of chains (not those of a run's shared warm-up)."""
@@ -361,6 +389,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             If the chain does not fit in what is left of the budget. Nothing has been read
             from the data at this point.
         """
+        self._refuse_non_private_company()
         super().setup_chain(rng, tune, draws)
         if int(draws) < 1 or int(tune) < 0:
             raise ValueError(f"A chain needs draws >= 1 and tune >= 0, got {draws}, {tune}.")

@@ -37,10 +37,24 @@ def test_copies_of_a_running_step_must_reserve_their_own_chain(conjugate):
             clone.setup_chain(np.random.default_rng(1), 0, 5)
 
 
-def test_a_non_private_step_in_the_same_chains_is_refused(conjugate):
+@pytest.mark.parametrize("first", [True, False])
+def test_a_non_private_step_in_the_same_chains_is_refused_before_reserving(conjugate, first):
     model, *_ = conjugate
     with model:
         step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        steps = [step, pm.Metropolis()] if first else [pm.Metropolis(), step]
+        with pytest.raises(UnsupportedModelError, match="combined with non-private steps"):
+            pm.sample(draws=20, tune=0, chains=1, step=steps, random_seed=0, **SAMPLE)
+    assert step.guard.reservations() == []
+
+
+def test_another_step_that_moves_the_chain_is_refused_by_the_private_step(conjugate,
+                                                                          monkeypatch):
+    # The check behind the early one, for steps combined where this step cannot see them.
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        monkeypatch.setattr(step, "_refuse_non_private_company", lambda: None)
         with pytest.raises(UnsupportedModelError, match="Another step"):
             pm.sample(draws=20, tune=0, chains=1, step=[step, pm.Metropolis()], random_seed=0,
                       **SAMPLE)

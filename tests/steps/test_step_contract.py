@@ -40,25 +40,16 @@ observations only through ``SimulatorModel.observed`` (its distance binds to the
 is watched instead; PosteriorSampling reads them inside ``pm.sample`` on its tempered
 model, whose call is watched.
 
-*Mixed compound steps* are refused, but not always before anything happens:
+*Mixed compound steps* are refused before anything is reserved or read:
 
-* ``pymc_dp.sample`` refuses any non-private step, in either order, before anything is
-  reserved or read;
-* plain ``pm.sample`` gives a step no view of the other steps. The private step refuses
-  (``UnsupportedModelError``) at its first iteration after another step *moved* the chain:
-  by then its chain's whole cost is reserved (spent, nothing released), and a non-private
-  step placed first has read the data without noise (its results are not returned: the run
-  raises). Strict xfail:
-  ``test_pm_sample_refuses_a_mixed_compound_step_before_spending_or_reading``;
-* plain ``pm.sample`` with another step that never moves (it rejects every proposal) runs
-  to the end. The trace then holds the other step's stats, and ``pymc_dp.release`` and
-  ``pymc_dp.privacy_report`` refuse it
-  (``test_a_trace_with_a_non_private_step_is_not_released``); the run itself is not
-  refused. Strict xfail:
-  ``test_pm_sample_refuses_a_compound_step_whose_other_step_never_moves``.
-
-The refusal or not of such a ``pm.sample`` run depends on the other step's accept
-decisions, which read the data without noise.
+* ``pymc_dp.sample`` refuses any non-private step, in either order;
+* plain ``pm.sample`` combines the steps in a ``CompoundStep``, whose hooks
+  (``_progressbar_config``, ``setup_chain``) call the private step's: it sees its company
+  there and refuses (``test_pm_sample_refuses_a_mixed_compound_step_before_spending_or_reading``,
+  also when the other step would never move the chain). Behind that, the private step
+  refuses at its first iteration after another step moved the chain, and
+  ``pymc_dp.release`` and ``pymc_dp.privacy_report`` refuse a trace with another
+  sampler's stats (``test_a_trace_with_a_non_private_step_is_not_released``).
 
 Runs are shared where a test only reads them (``first_run``): a run of a minibatch step
 composes its subsampled releases with dp-accounting's RDP accountant, about 0.4 s a time
@@ -394,19 +385,12 @@ def test_a_mixed_compound_step_is_refused(name):
         with pytest.raises(UnsupportedModelError, match="Non-private steps"):
             sample(name, model, steps)
     assert step.guard.reservations() == [] and log.reads == []
-    # plain pm.sample: refused by the private step once the other one moved the chain
-    with pytest.raises(UnsupportedModelError, match="Another step changed the variables"):
+    # plain pm.sample: refused by the private step when the CompoundStep sets it up
+    with pytest.raises(UnsupportedModelError, match="combined with non-private steps"):
         sample(name, model, [step, _other_step(name, model)], entry=pm.sample)
+    assert step.guard.reservations() == [] and log.reads == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # the gap itself, not a broken test
-    reason="pm.sample cannot tell a private step about the other steps of a compound step: "
-    "the run is refused only at the private step's first iteration after another step moved "
-    "the chain, after the private chain's whole cost was reserved (spent, nothing released) "
-    "and after the other step, placed first, read the data without noise.",
-)
 @pytest.mark.parametrize("name", ["DPPenalty-random_walk", "ABCDP"])
 def test_pm_sample_refuses_a_mixed_compound_step_before_spending_or_reading(name):
     # PrivateStep.astep's check, the same for every step (one of each model kind here)
@@ -422,13 +406,6 @@ def test_pm_sample_refuses_a_mixed_compound_step_before_spending_or_reading(name
     assert (len(stepped), len(step.guard.reservations())) == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="plain pm.sample runs a private step next to a non-private one that never moves the "
-    "chain to the end: PrivateStep.astep sees no change. Only the output is refused "
-    "(test_a_trace_with_a_non_private_step_is_not_released).",
-)
 def test_pm_sample_refuses_a_compound_step_whose_other_step_never_moves():
     name = "DPPenalty-random_walk"  # PrivateStep.astep's check, the same for every step
     model, step, _ = build(name)
@@ -439,10 +416,12 @@ def test_pm_sample_refuses_a_compound_step_whose_other_step_never_moves():
     raise AssertionError("pm.sample ran a private and a non-private step to the end")
 
 
-def test_a_trace_with_a_non_private_step_is_not_released():
-    # The gap above, closed at the output: the other step's stats are in the trace.
+def test_a_trace_with_a_non_private_step_is_not_released(monkeypatch):
+    # Behind the early refusal (as if PyMC combined steps some other way, unseen): the
+    # other step's stats are in the trace, and the output is refused.
     name = "DPPenalty-random_walk"
     model, step, _ = build(name)
+    monkeypatch.setattr(step, "_refuse_non_private_company", lambda: None)
     idata = sample(name, model, [step, _other_step(name, model, **NEVER_MOVES)], entry=pm.sample)
     with pytest.raises(ValueError, match="another sampler ran"):
         pymc_dp.release(idata, model=model)
