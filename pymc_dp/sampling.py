@@ -27,7 +27,6 @@ import pymc as pm
 import xarray as xr
 
 from pymc.model import modelcontext
-from pymc.step_methods.compound import CompoundStep
 
 from pymc_dp.accounting.validation import check_int
 from pymc_dp import _progressbar
@@ -36,7 +35,7 @@ from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import data_dependent_deterministics
-from pymc_dp.steps.base import PrivateStep
+from pymc_dp.steps.base import PrivateStep, flatten_steps
 from pymc_dp.steps.subsampled import events_from_stats, shared_warmup_mu_from_stats
 
 __all__ = [
@@ -173,18 +172,10 @@ def _grouped_events(rows: list[dict]) -> list[dict]:
 
 
 # ---------------------------------------------------------------------- steps
-def _flatten_steps(step) -> list:
-    if isinstance(step, CompoundStep):
-        return [s for m in step.methods for s in _flatten_steps(m)]
-    if isinstance(step, list | tuple):
-        return [s for m in step for s in _flatten_steps(m)]
-    return [step]
-
-
 def _private_steps(step) -> list[PrivateStep]:
     if step is None:
         raise ValueError("pymc_dp.sample needs step=: a private step such as pymc_dp.DPPenalty(...).")
-    steps = _flatten_steps(step)
+    steps = flatten_steps(step)
     others = [type(s).__name__ for s in steps if not isinstance(s, PrivateStep)]
     if others:
         raise UnsupportedModelError(

@@ -40,7 +40,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pymc_dp.accounting.barker import barker_delta, barker_epsilon
-from pymc_dp.accounting.dp_accounting_bridge import pld_delta, pld_epsilon, rdp_delta, rdp_epsilon
+from pymc_dp.accounting.dp_accounting_bridge import (
+    UnsupportedEventError,
+    pld_delta,
+    pld_epsilon,
+    rdp_delta,
+    rdp_epsilon,
+)
 from pymc_dp.accounting.events import (
     BarkerEvent,
     Event,
@@ -85,6 +91,10 @@ class Route:
         ``(events, delta) ↦ ε`` and ``(events, epsilon) ↦ δ`` of the non-pure events.
     cached : bool
         Whether a ledger keeps its answers (worth it for dp-accounting queries only).
+    accepts : tuple of type
+        The event types whose rule it can honour: an event whose rule belongs to another
+        type (a subclass with a rule of its own, whose cost its parent's accountant would
+        not see) is refused rather than accounted as its parent.
     """
 
     name: str
@@ -92,6 +102,7 @@ class Route:
     epsilon: Callable[[Sequence[Event], float], float] | None = None
     delta: Callable[[Sequence[Event], float], float] | None = None
     cached: bool = True
+    accepts: tuple[type, ...] = ()
 
 
 def _summed_mu(events: Sequence[Event]) -> float:
@@ -107,10 +118,15 @@ GAUSSIAN = Route(
     epsilon=lambda events, delta: gaussian_epsilon(_summed_mu(events), delta),
     delta=lambda events, epsilon: gaussian_delta(epsilon, _summed_mu(events)),
     cached=False,
+    accepts=(GaussianEvent,),
 )
-PLD = Route("pld", 2, pld_epsilon, lambda events, epsilon: min(1.0, pld_delta(events, epsilon)))
-RDP = Route("rdp", 3, rdp_epsilon, lambda events, epsilon: min(1.0, rdp_delta(events, epsilon)))
-BARKER_RDP = Route("barker_rdp", 4, barker_epsilon, barker_delta)
+_DP_ACCOUNTING = (GaussianEvent, SubsampledGaussianEvent)
+PLD = Route("pld", 2, pld_epsilon, lambda events, epsilon: min(1.0, pld_delta(events, epsilon)),
+            accepts=_DP_ACCOUNTING)
+RDP = Route("rdp", 3, rdp_epsilon, lambda events, epsilon: min(1.0, rdp_delta(events, epsilon)),
+            accepts=_DP_ACCOUNTING)
+BARKER_RDP = Route("barker_rdp", 4, barker_epsilon, barker_delta,
+                   accepts=_DP_ACCOUNTING + (BarkerEvent,))
 
 
 @dataclass(frozen=True)
@@ -161,12 +177,18 @@ def register_rule(
     _RULES[event_type] = EventRule(row=row, route=route, pure_epsilon=pure_epsilon)
 
 
-def rule_for(event: Event) -> EventRule | None:
-    """The rule of ``event``'s type or of its nearest registered base class (else None)."""
+def _rule_owner(event) -> type | None:
+    """``event``'s type or its nearest base class with a registered rule (else None)."""
     for cls in type(event).__mro__:
         if cls in _RULES:
-            return _RULES[cls]
+            return cls
     return None
+
+
+def rule_for(event: Event) -> EventRule | None:
+    """The rule of ``event``'s type or of its nearest registered base class (else None)."""
+    owner = _rule_owner(event)
+    return None if owner is None else _RULES[owner]
 
 
 def has_rule(event) -> bool:
@@ -264,8 +286,17 @@ def route_of(events: Iterable[Event]) -> Route:
     ...           SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=0.1)]).name
     'rdp'
     """
-    routes = [rule_for(e).route(e) for e in nonpure_events(events)]
-    return max(routes, key=lambda r: r.rank, default=PURE)
+    nonpure = nonpure_events(events)
+    routes = [rule_for(e).route(e) for e in nonpure]
+    route = max(routes, key=lambda r: r.rank, default=PURE)
+    foreign = sorted({_rule_owner(e).__name__ for e, own in zip(nonpure, routes)
+                      if own is not route and _rule_owner(e) not in route.accepts})
+    if foreign:  # (fail closed: its own rule would be bypassed)
+        raise UnsupportedEventError(
+            f"Events of type {foreign} cannot be composed with the others: their mix needs "
+            f"the {route.name!r} route, which does not know their rule."
+        )
+    return route
 
 
 def _ask(route: Route, which: str, nonpure: tuple[Event, ...], value: float, cache) -> float:

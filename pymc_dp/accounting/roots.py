@@ -20,6 +20,9 @@ from scipy.optimize import brentq
 
 __all__ = ["safe_root"]
 
+#: Steps towards the safe side before giving up (each the last one times ``growth``).
+_MAX_SAFE_STEPS = 100_000
+
 #: brentq's default relative tolerance (4 ulp at 1), named because callers pass it explicitly.
 RTOL = 4 * np.finfo(float).eps
 
@@ -72,12 +75,17 @@ def safe_root(
     >>> x >= 2.0**0.5 and 2.0 - x * x <= 0
     True
     """
-    if side not in (1, -1):
+    if side not in (1, -1) or isinstance(side, bool):
         raise ValueError(f"side must be +1 or -1, got {side!r}")
+    if not (growth >= 1.0 and margin >= 0.0 and (step is None or step > 0.0)):
+        raise ValueError("safe_root needs growth >= 1, margin >= 0 and step > 0")
     x = brentq(excess, lo, hi, xtol=xtol, rtol=rtol, maxiter=maxiter) + side * margin
     if step is None:
         step = max(abs(x) * 1e-15, 1e-300)
-    while excess(x) > 0.0:  # defensive: brentq's tolerance leaves either side of the root
+    # defensive: brentq's tolerance leaves either side of the root. A NaN cost is not safe.
+    for _ in range(_MAX_SAFE_STEPS):
+        if excess(x) <= 0.0:
+            return x
         x += side * step
         step *= growth
-    return x
+    raise ArithmeticError("safe_root: no point within budget near the root (cost NaN or rising)")

@@ -61,7 +61,16 @@ from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
-__all__ = ["PrivateStep", "RunPlan", "pymc_default_chains"]
+__all__ = ["PrivateStep", "RunPlan", "flatten_steps", "pymc_default_chains"]
+
+
+def flatten_steps(step) -> list:
+    """The steps of a (possibly nested) ``CompoundStep`` or list of steps, in order."""
+    if isinstance(step, CompoundStep):
+        return [s for m in step.methods for s in flatten_steps(m)]
+    if isinstance(step, list | tuple):
+        return [s for m in step for s in flatten_steps(m)]
+    return [step]
 
 
 def pymc_default_chains() -> int:
@@ -329,18 +338,23 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         ``pm.sample(step=[pm.Metropolis(...), private])`` combines steps in a
         ``CompoundStep``, which calls this step's hooks (``_progressbar_config``,
         ``setup_chain``) from its own; the other step would read the data without noise.
-        The caller's ``self`` is the only place a step can see its company. If PyMC
+        The callers' ``self`` is the only place a step can see its company. If PyMC
         combined steps some other way, :meth:`astep` still refuses at the first iteration
         after another step moved the chain, and :func:`pymc_dp.release` refuses a trace
         with another sampler's stats.
         """
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_locals.get("self") is self:  # (subclass hooks)
+        # The outermost CompoundStep on the stack holds every step of the chain (a compound
+        # may sit inside another, or inside a wrapper that calls this step's hooks).
+        outermost, frame = None, sys._getframe(1)
+        while frame is not None:
+            caller = frame.f_locals.get("self")
+            if isinstance(caller, CompoundStep):
+                outermost = caller
             frame = frame.f_back
-        compound = None if frame is None else frame.f_locals.get("self")
-        if not isinstance(compound, CompoundStep):
+        if outermost is None:
             return
-        others = [type(m).__name__ for m in compound.methods if not isinstance(m, PrivateStep)]
+        others = [type(m).__name__ for m in flatten_steps(outermost)
+                  if not isinstance(m, PrivateStep)]
         if others:
             raise UnsupportedModelError(
                 f"{type(self).__name__} is combined with non-private steps {others}, which "

@@ -335,3 +335,38 @@ def test_an_event_type_defined_elsewhere_is_read_back_and_accounted(monkeypatch)
         "kind": "test_rounded", "name": "r", "count": 1, "neighbouring": "replace_one",
         "epsilon": 0.5,
     }
+
+
+def test_a_subclass_with_a_rule_of_its_own_is_never_accounted_as_its_parent(monkeypatch):
+    # A Gaussian mechanism that releases twice per count, with its own route. Mixed with an
+    # event whose route ranks higher, that route would account it as a plain GaussianEvent
+    # (half its cost): refused instead.
+    from dataclasses import dataclass
+
+    from pymc_dp.accounting.composition import Route
+
+    composition = PrivacyLedger.add.__globals__["has_rule"].__globals__
+
+    @dataclass(frozen=True, kw_only=True)
+    class TwiceGaussian(GaussianEvent):
+        kind = "test_twice_gaussian"
+
+    twice = Route(
+        "twice", 1, cached=False, accepts=(TwiceGaussian,),
+        epsilon=lambda evs, d: PrivacyLedger([g(e.noise_multiplier, 2 * e.count) for e in evs]).epsilon(d),
+    )
+    monkeypatch.setitem(composition["_RULES"], TwiceGaussian, None)  # restored afterwards
+    composition["register_rule"](TwiceGaussian, route=lambda e: twice, row=dict)
+    double = TwiceGaussian(name="twice", noise_multiplier=1.0, count=100)
+    alone = composition["composed_epsilon"]([double], DELTA)
+    assert alone == pytest.approx(PrivacyLedger([g(1.0, 200)]).epsilon(DELTA), rel=REL)
+    with pytest.raises(UnsupportedEventError, match="TwiceGaussian"):
+        composition["composed_epsilon"]([double, wor(z=50.0, count=1)], DELTA)
+    # a subclass without a rule of its own is its parent, in any mix
+    @dataclass(frozen=True, kw_only=True)
+    class Renamed(GaussianEvent):
+        kind = "test_renamed_gaussian"
+
+    mixed = [Renamed(name="r", noise_multiplier=1.0), wor(z=50.0, count=1)]
+    assert composition["composed_epsilon"](mixed, DELTA) == pytest.approx(
+        composition["composed_epsilon"]([g(1.0), wor(z=50.0, count=1)], DELTA), rel=REL)

@@ -112,3 +112,19 @@ def test_subsampled_noise_multiplier_pinned_and_safe(args, fixed, z, queries):
     assert got == pytest.approx(z, rel=REL, abs=0.0) and n == queries
     ev = SubsampledGaussianEvent(name="r", noise_multiplier=got, sampling_rate=q, count=releases)
     assert PrivacyLedger([ev, *fixed]).epsilon(delta) <= eps
+
+
+def test_a_cost_that_is_not_a_number_is_never_taken_as_within_budget():
+    # brentq stops near the root, 1; the margin moves it where the cost is NaN, and every
+    # step on from there too: no point there may be returned.
+    excess = lambda x: math.nan if 1.0 + 1e-7 < x < 1.1 else 1.0 - x  # noqa: E731
+    with pytest.raises(ArithmeticError):
+        safe_root(excess, 0.0, 2.0, side=+1, xtol=1e-12, margin=1e-6, step=1e-9, growth=1.0)
+
+
+@pytest.mark.parametrize("bad", [dict(step=0.0), dict(growth=0.0), dict(margin=-1.0),
+                                 dict(side=True), dict(side=0)])
+def test_settings_that_could_loop_or_move_to_the_unsafe_side_are_refused(bad):
+    kwargs = dict(side=+1, xtol=1e-12) | bad
+    with pytest.raises(ValueError):
+        safe_root(lambda x: 2.0 - x, 0.0, 4.0, **kwargs)

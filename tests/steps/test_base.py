@@ -48,6 +48,30 @@ def test_a_non_private_step_in_the_same_chains_is_refused_before_reserving(conju
     assert step.guard.reservations() == []
 
 
+def test_a_non_private_step_next_to_a_nested_compound_is_refused_before_reserving(conjugate):
+    # PyMC accepts a CompoundStep inside the list: the private step's own compound is all
+    # private, the outermost one is not.
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        steps = [pm.Metropolis(), pm.CompoundStep([step])]
+        with pytest.raises(UnsupportedModelError, match="combined with non-private steps"):
+            pm.sample(draws=20, tune=0, chains=1, step=steps, random_seed=0, **SAMPLE)
+    assert step.guard.reservations() == []
+
+
+def test_setting_up_a_chain_inside_a_mixed_compound_is_refused(conjugate):
+    # PyMC's population samplers call setup_chain and never _progressbar_config: that hook
+    # refuses on its own.
+    model, *_ = conjugate
+    with model:
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        compound = pm.CompoundStep([step, pm.Metropolis()])
+        with pytest.raises(UnsupportedModelError, match="combined with non-private steps"):
+            compound.setup_chain(np.random.default_rng(0), 0, 10)
+    assert step.guard.reservations() == []
+
+
 def test_another_step_that_moves_the_chain_is_refused_by_the_private_step(conjugate,
                                                                           monkeypatch):
     # The check behind the early one, for steps combined where this step cannot see them.
