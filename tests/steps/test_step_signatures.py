@@ -128,7 +128,6 @@ def test_signature_is_unchanged(step):
     assert [_described(p) for p in rest] == SIGNATURES[step]
 
 
-@pytest.mark.xfail(strict=True, reason="no step's docstring names blocked")
 @pytest.mark.parametrize(
     "step",
     [pymc_dp.DPPenalty, MinibatchDPPenalty, DPBarker, pymc_dp.DPHMC, pymc_dp.ABCDP],
