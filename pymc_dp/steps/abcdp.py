@@ -25,7 +25,7 @@ from pymc_dp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
 from pymc_dp.model import _withholding_details
 from pymc_dp.simulator import SimulatorModel, simulate_summaries, try_simulate
-from pymc_dp.steps.base import PrivateStep
+from pymc_dp.steps.base import PrivateStep, shared_arguments, shared_parameter_docs
 
 __all__ = ["ABCDP", "accepted_samples"]
 
@@ -66,6 +66,7 @@ class _Chain:
     exhausted_warned: bool = False
 
 
+@shared_parameter_docs
 class ABCDP(PrivateStep):
     r"""Differentially private rejection ABC by the sparse vector technique (ABCDP).
 
@@ -123,8 +124,7 @@ class ABCDP(PrivateStep):
         median-heuristic bandwidth, random frequencies), per chain (one for a distance with
         nothing to fit). One of them stands in for the observations to check the distance
         before the chain's reservation.
-    chains, ledger_dir, model, initial_point, compile_kwargs, rng
-        See :class:`pymc_dp.steps.base.PrivateStep`.
+    {shared parameters}
 
     Notes
     -----
@@ -250,17 +250,7 @@ class ABCDP(PrivateStep):
         # range, and out of the simulator's reach.
         self.simulator.check_data(max_abs=self.distance.max_abs_value)
 
-        super().__init__(
-            vars,
-            eps=eps,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
-        )
+        super().__init__(**shared_arguments(locals()))
         if [v.name for v in self.vars] != [v.name for v in self.simulator.value_vars]:
             raise RuntimeError("internal: the step's and the simulator's variable orders differ")
         self._abc: _Chain | None = None

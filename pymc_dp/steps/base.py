@@ -33,13 +33,23 @@ Implement
 * ``_iteration_privacy_stats()``: the per-draw privacy stats (e.g. ``dp_mu``).
 
 and declare ``stats_dtypes_shapes`` (including the privacy stats) and ``_state_class``.
+
+Its constructor lists its own arguments and, with :class:`PrivateStep`'s defaults, the ones
+every step takes (``vars`` first, :data:`SHARED_ARGUMENTS`), so that ``help()`` and an IDE
+show them all; it checks its own and hands the shared ones on with
+``super().__init__(**shared_arguments(locals()))``. In its docstring a line
+``{budget parameters}`` (ε and δ) or ``{shared parameters}`` (the tail from ``chains`` on)
+stands for their "Parameters" entries (:func:`shared_parameter_docs`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import textwrap
 import warnings
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +71,79 @@ from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
-__all__ = ["PrivateStep", "RunPlan", "flatten_steps", "pymc_default_chains"]
+__all__ = [
+    "PrivateStep",
+    "RunPlan",
+    "SHARED_ARGUMENTS",
+    "flatten_steps",
+    "pymc_default_chains",
+    "shared_arguments",
+    "shared_parameter_docs",
+]
+
+#: The arguments every private step takes besides its own, as :class:`PrivateStep` does
+#: (``vars`` first; ABCDP, pure ε-DP, takes no ``delta``).
+SHARED_ARGUMENTS = (
+    "vars",
+    "eps",
+    "delta",
+    "chains",
+    "ledger_dir",
+    "model",
+    "initial_point",
+    "compile_kwargs",
+    "blocked",
+    "rng",
+)
+
+
+def shared_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`SHARED_ARGUMENTS` in a step constructor's ``locals()``, to hand on to
+    :class:`PrivateStep` (which checks them).
+
+    Each constructor still lists them in its signature; this only saves listing them again
+    in every ``super().__init__`` call, where one left out would silently take its default.
+    Call it there: it hands them on as they are bound at that point.
+    """
+    return {name: arguments[name] for name in SHARED_ARGUMENTS if name in arguments}
+
+
+#: The numpydoc "Parameters" entries of the shared arguments, written once for every step
+#: (:func:`shared_parameter_docs`).
+_PARAMETER_DOCS = {
+    "budget": """\
+eps : float
+    Privacy budget ε (> 0) of this step object, for its whole life, all chains and tuning
+    included.
+delta : float, optional
+    Budget δ in (0, 1); default ``0.1 / n`` for n individuals.""",
+    "shared": """\
+chains : int, optional
+    The number of chains the budget is split over. Default: what ``pm.sample`` runs by
+    default on this machine; :func:`pymc_dp.sample` sets it from its ``chains``.
+ledger_dir : str or Path, optional
+    Where the budget ledger file lives (default: ``$PYMC_DP_LEDGER_DIR`` or the system
+    temp directory). Copies of the step in other processes share it.
+model, initial_point, compile_kwargs, rng
+    As for PyMC steps.
+blocked : bool
+    Must be True (the default): the step updates all variables in one block, as separate
+    per-variable steps would each need their own budget.""",
+}
+_PARAMETER_DOCS_LINE = re.compile(r"^( *)\{(budget|shared) parameters\}$", re.MULTILINE)
+
+
+def shared_parameter_docs(cls):
+    """Class decorator: put the shared arguments' "Parameters" entries into ``cls``'s
+    docstring, at its lines ``{budget parameters}`` and ``{shared parameters}``.
+
+    (So that ``help(step)`` describes every argument, with the text written once.)
+    """
+    if cls.__doc__:  # (None under python -OO)
+        cls.__doc__ = _PARAMETER_DOCS_LINE.sub(
+            lambda line: textwrap.indent(_PARAMETER_DOCS[line[2]], line[1]), cls.__doc__
+        )
+    return cls
 
 
 def flatten_steps(step) -> list:
@@ -93,6 +175,7 @@ class _ChainBudget:
     done: int = 0
 
 
+@shared_parameter_docs
 class PrivateStep(FixedSettings, ArrayStepShared):
     """Base class of private PyMC steps (see the module docstring).
 
@@ -100,18 +183,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
     ----------
     vars : list, optional
         Must be every free variable of the model (the default).
-    eps : float
-        The privacy budget ε of this step object for its whole life (> 0).
-    delta : float, optional
-        The budget δ, in (0, 1). Default ``0.1 / n`` for n individuals.
-    chains : int, optional
-        The number of chains the budget is split over. Default: what ``pm.sample`` runs
-        by default on this machine; :func:`pymc_dp.sample` sets it from its ``chains``.
-    ledger_dir : str or Path, optional
-        Where the budget ledger file lives (default: ``$PYMC_DP_LEDGER_DIR`` or the system
-        temp directory). Copies of the step in other processes share it.
-    model, initial_point, compile_kwargs, rng
-        As for PyMC steps.
+    {budget parameters}
+    {shared parameters}
     """
 
     default_blocked = True

@@ -18,6 +18,7 @@ from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.validation import check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
+from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
 from pymc_dp.steps.warmup import RANDOM_WALK_EFFICIENCY, PrivateWarmup
 
@@ -36,6 +37,7 @@ _BARKER_EFFICIENCY = RANDOM_WALK_EFFICIENCY / 2
 _BARKER_UNCLIPPED_BATCH = 23.0
 
 
+@shared_parameter_docs
 class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     r"""Differentially private MCMC by the Barker acceptance test on random batches.
 
@@ -62,11 +64,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     ----------
     vars : list, optional
         Must be every free variable (default).
-    eps : float
-        Privacy budget ε of this step object, for its whole life, all chains and tuning
-        included.
-    delta : float, optional
-        Budget δ in (0, 1); default ``0.1 / n``.
+    {budget parameters}
     batch_size : int, optional
         b, the rows read per iteration: at least 16 (Theorem 7 needs an integer order
         2 < α < b/5) and at most n. Larger batches cost more privacy per iteration but
@@ -96,8 +94,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         The private warm-up that makes the Laplace approximation (default ``True``; docs/
         private-mcmc.md, "Settings chosen privately"). DP Barker's MCMC does not use it: its
         clip bound is fixed by the algorithm. ``False`` with ``method="auto"`` means MCMC.
-    chains, ledger_dir, model, initial_point, compile_kwargs, rng
-        See :class:`pymc_dp.steps.base.PrivateStep`.
+    {shared parameters}
 
     Examples
     --------
@@ -168,22 +165,13 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
             )
         self.noise_variance = BARKER_NOISE_VARIANCE
         super().__init__(
-            vars,
-            eps=eps,
-            delta=delta,
             batch_size=batch_size,
             tempering=tempering,
             proposal=proposal,
             S=S,
             scaling=scaling,
             tune_interval=tune_interval,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
+            **shared_arguments(locals()),
         )
         self._vcorr = load_vcorr()
         self._batch_choices: dict[tuple[int, int], tuple[int | None, int]] = {}

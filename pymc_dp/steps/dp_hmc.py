@@ -15,6 +15,7 @@ from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
+from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.warmup import MCMC_MIN_MOVES, PrivateWarmup
 
@@ -89,6 +90,7 @@ class DPHMCState(StepMethodState):
     n_steps: int = field(metadata={"frozen": True})
 
 
+@shared_parameter_docs
 class DPHMC(PrivateWarmup, GaussianPrivateStep):
     r"""Differentially private Hamiltonian Monte Carlo with noisy clipped gradients.
 
@@ -106,11 +108,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     vars : list, optional
         Must be every free variable (default); all must be continuous, and the model
         differentiable.
-    eps : float
-        Privacy budget ε of this step object for its whole life, all chains and tuning
-        included.
-    delta : float, optional
-        Budget δ in (0, 1); default ``0.1 / n``.
+    {budget parameters}
     grad_clip : float, optional
         Default: chosen privately per chain by the warm-up (with ``loglik_clip``, in its
         whitened coordinates; give both or neither). b_g: each datum's gradient ∇ℓ_j(θ) (on the value space, all free variables
@@ -164,8 +162,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
         but a run that would leave its chains frozen (under one expected move) is refused
         before reading data. ``"laplace"``: always draw from the approximation.
-    chains, ledger_dir, model, initial_point, compile_kwargs, rng
-        See :class:`pymc_dp.steps.base.PrivateStep`.
+    {shared parameters}
 
     Notes
     -----
@@ -327,18 +324,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
             if inv_mass.ndim != 1 or not np.all(np.isfinite(inv_mass) & (inv_mass > 0)):
                 raise ValueError("inv_mass must be a 1-d array of positive finite numbers")
 
-        super().__init__(
-            vars,
-            eps=eps,
-            delta=delta,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
-        )
+        super().__init__(**shared_arguments(locals()))
         # Refuse a model without gradients now, before any chain reads the data.
         self.private_model.compile_gradients()
         self._check_warmup_model()

@@ -10,6 +10,7 @@ from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.accounting.validation import check_positive
 from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
+from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.proposals import TunedProposal
 from pymc_dp.steps.warmup import PrivateWarmup
@@ -17,6 +18,7 @@ from pymc_dp.steps.warmup import PrivateWarmup
 __all__ = ["DPPenalty"]
 
 
+@shared_parameter_docs
 class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     r"""Differentially private Metropolis–Hastings by the penalty method.
 
@@ -30,11 +32,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
     ----------
     vars : list, optional
         Must be every free variable (default).
-    eps : float
-        Privacy budget ε of this step object, for its whole life, all chains and tuning
-        included.
-    delta : float, optional
-        Budget δ in (0, 1); default ``0.1 / n``.
+    {budget parameters}
     clip_bound : float, optional
         b: each per-datum log-likelihood ratio is clipped to ``±b‖θ'−θ‖₂`` (the Lipschitz
         bound the model is forced to have). Default: chosen privately per chain by the
@@ -71,8 +69,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
         but a run that would leave its chains frozen (under one expected move) is refused
         before reading data. ``"laplace"``: always draw from the approximation.
-    chains, ledger_dir, model, initial_point, compile_kwargs, rng
-        See :class:`pymc_dp.steps.base.PrivateStep`.
+    {shared parameters}
 
     Notes
     -----
@@ -136,18 +133,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
             None if noise_multiplier is None else check_positive(noise_multiplier, "noise_multiplier")
         )
         self._fixed_noise = noise_multiplier is not None
-        super().__init__(
-            vars,
-            eps=eps,
-            delta=delta,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
-        )
+        super().__init__(**shared_arguments(locals()))
         self._check_warmup_model()
         self._S_given = S is not None
         self._init_proposal(S, self.private_model.dim)

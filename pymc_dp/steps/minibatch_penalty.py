@@ -16,12 +16,14 @@ from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.minibatch_penalty import minibatch_penalty_transition
 from pymc_dp.accounting.validation import check_positive
+from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
 from pymc_dp.steps.warmup import PrivateWarmup
 
 __all__ = ["MinibatchDPPenalty"]
 
 
+@shared_parameter_docs
 class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     r"""Differentially private Metropolis–Hastings by the penalty method on random batches.
 
@@ -49,11 +51,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     ----------
     vars : list, optional
         Must be every free variable (default).
-    eps : float
-        Privacy budget ε of this step object, for its whole life, all chains and tuning
-        included.
-    delta : float, optional
-        Budget δ in (0, 1); default ``0.1 / n``.
+    {budget parameters}
     batch_size : int, optional
         b, the rows read per iteration, ``1 ≤ b ≤ n``; default ``10√n`` (at least 100). The
         noise grows with ``nT/b``: use tempering or large batches on large data sets.
@@ -90,8 +88,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning` (no batch is released).
         ``"mcmc"`` runs the chain but refuses one that would freeze; ``"laplace"`` always
         draws from the approximation.
-    chains, ledger_dir, model, initial_point, compile_kwargs, rng
-        See :class:`pymc_dp.steps.base.PrivateStep`.
+    {shared parameters}
 
     Examples
     --------
@@ -158,22 +155,13 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             check_positive(noise_multiplier, "noise_multiplier") if self._fixed_noise else None
         )
         super().__init__(
-            vars,
-            eps=eps,
-            delta=delta,
             batch_size=batch_size,
             tempering=tempering,
             proposal=proposal,
             S=S,
             scaling=scaling,
             tune_interval=tune_interval,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
+            **shared_arguments(locals()),
         )
         self._calibrations: dict[tuple[int, int], float] = {}
         self._check_warmup_model()

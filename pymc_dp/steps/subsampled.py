@@ -24,7 +24,7 @@ from pymc_dp.accounting.barker import BarkerEvent
 from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEvent
 from pymc_dp.accounting.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
-from pymc_dp.steps.base import PrivateStep
+from pymc_dp.steps.base import PrivateStep, shared_arguments
 from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = [
@@ -82,18 +82,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size")
         self.tempering = check_fraction(tempering, "tempering (T = n0/n)", include_one=True)
         self._check_proposal_args(proposal, scaling, tune_interval)
-        super().__init__(
-            vars,
-            eps=eps,
-            delta=delta,
-            chains=chains,
-            ledger_dir=ledger_dir,
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-            rng=rng,
-        )
+        super().__init__(**shared_arguments(locals()))
         n = self.private_model.n_data
         if self.batch_size is None:  # n is public: a default from n reads no data
             self.batch_size = self._default_batch_size(n)
