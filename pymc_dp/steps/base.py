@@ -405,7 +405,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         return super()._progressbar_config(n_chains)
 
     def _refuse_non_private_company(self) -> None:
-        """Refuse to run inside a PyMC ``CompoundStep`` with a non-private step, before
+        """Refuse to run inside a PyMC ``CompoundStep`` with any other step, before
         anything is reserved or read.
 
         ``pm.sample(step=[pm.Metropolis(...), private])`` combines steps in a
@@ -426,13 +426,20 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             frame = frame.f_back
         if outermost is None:
             return
-        others = [type(m).__name__ for m in flatten_steps(outermost)
-                  if not isinstance(m, PrivateStep)]
+        steps = flatten_steps(outermost)
+        others = [type(m).__name__ for m in steps if not isinstance(m, PrivateStep)]
         if others:
             raise UnsupportedModelError(
                 f"{type(self).__name__} is combined with non-private steps {others}, which "
                 "would read the data without noise. A private step must be the only step "
                 "of its chains: it covers every free variable. Nothing was reserved or read."
+            )
+        if any(m is not self for m in steps):  # (each would move the other's chain)
+            raise UnsupportedModelError(
+                f"{type(self).__name__} is combined with other private steps "
+                f"{[type(m).__name__ for m in steps if m is not self]}: a private step must be "
+                "the only step of its chains (it covers every free variable). Nothing was "
+                "reserved or read."
             )
 
     def _chain_reservations(self) -> list[dict]:

@@ -60,6 +60,17 @@ def test_a_non_private_step_next_to_a_nested_compound_is_refused_before_reservin
     assert step.guard.reservations() == []
 
 
+def test_two_private_steps_in_one_compound_are_refused_before_reserving(conjugate):
+    # Each covers every free variable: each would move the other's chain, and pay twice.
+    model, *_ = conjugate
+    with model:
+        one = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        two = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        with pytest.raises(UnsupportedModelError, match="combined with other private steps"):
+            pm.sample(draws=20, tune=0, chains=1, step=[one, two], random_seed=0, **SAMPLE)
+    assert one.guard.reservations() == [] and two.guard.reservations() == []
+
+
 def test_setting_up_a_chain_inside_a_mixed_compound_is_refused(conjugate):
     # PyMC's population samplers call setup_chain and never _progressbar_config: that hook
     # refuses on its own.
