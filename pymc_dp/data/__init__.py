@@ -1,1 +1,3 @@
 """Package data of pymc_dp (read with importlib.resources)."""
+
+__all__: list[str] = []
