@@ -35,7 +35,7 @@ from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.model import data_dependent_deterministics
-from pymc_dp.steps.base import PrivateStep, flatten_steps
+from pymc_dp.steps.base import PrivateStep, check_runs_alone, flatten_steps
 from pymc_dp.steps.subsampled import events_from_stats, shared_warmup_mu_from_stats
 
 __all__ = [
@@ -176,16 +176,7 @@ def _private_steps(step) -> list[PrivateStep]:
     if step is None:
         raise ValueError("pymc_dp.sample needs step=: a private step such as pymc_dp.DPPenalty(...).")
     steps = flatten_steps(step)
-    others = [type(s).__name__ for s in steps if not isinstance(s, PrivateStep)]
-    if others:
-        raise UnsupportedModelError(
-            f"Non-private steps {others} would read the data without noise. pymc_dp.sample "
-            "runs one private step, which covers every free variable."
-        )
-    if len(steps) != 1:
-        raise UnsupportedModelError(
-            "pymc_dp.sample runs exactly one private step: each covers every free variable."
-        )
+    check_runs_alone(steps)
     for s in steps:
         check_own_mechanism(s)
     return steps

@@ -146,7 +146,7 @@ def test_pymc_dp_sample_runs_exactly_one_private_step(regression_model):
     with regression_model:
         a = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
         b = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0)
-        with pytest.raises(pymc_dp.UnsupportedModelError, match="exactly one"):
+        with pytest.raises(pymc_dp.UnsupportedModelError, match="2 private steps in one run"):
             pymc_dp.sample(step=[a, b], draws=10)
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "PrivateStep",
     "RunPlan",
     "SHARED_ARGUMENTS",
+    "check_runs_alone",
     "flatten_steps",
     "pymc_default_chains",
     "shared_arguments",
@@ -153,6 +154,32 @@ def flatten_steps(step) -> list:
     if isinstance(step, list | tuple):
         return [s for m in step for s in flatten_steps(m)]
     return [step]
+
+
+def check_runs_alone(steps: list) -> None:
+    """Refuse a run whose steps are not one private step alone (before anything is read).
+
+    A private step covers every free variable: a non-private step next to it would read
+    the data without noise, and another private step would move its chain and pay a budget
+    of its own.
+
+    Raises
+    ------
+    UnsupportedModelError
+        If ``steps`` holds a non-private step, or more than one step.
+    """
+    others = [type(s).__name__ for s in steps if not isinstance(s, PrivateStep)]
+    if others:
+        raise UnsupportedModelError(
+            f"Non-private steps {others} would read the data without noise. A private step "
+            "must be the only step of its chains: it covers every free variable. Nothing "
+            "was reserved or read."
+        )
+    if len(steps) != 1:
+        raise UnsupportedModelError(
+            f"{len(steps)} private steps in one run: a private step must be the only step of "
+            "its chains (each covers every free variable). Nothing was reserved or read."
+        )
 
 
 def pymc_default_chains() -> int:
@@ -426,21 +453,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             frame = frame.f_back
         if outermost is None:
             return
-        steps = flatten_steps(outermost)
-        others = [type(m).__name__ for m in steps if not isinstance(m, PrivateStep)]
-        if others:
-            raise UnsupportedModelError(
-                f"{type(self).__name__} is combined with non-private steps {others}, which "
-                "would read the data without noise. A private step must be the only step "
-                "of its chains: it covers every free variable. Nothing was reserved or read."
-            )
-        if any(m is not self for m in steps):  # (each would move the other's chain)
-            raise UnsupportedModelError(
-                f"{type(self).__name__} is combined with other private steps "
-                f"{[type(m).__name__ for m in steps if m is not self]}: a private step must be "
-                "the only step of its chains (it covers every free variable). Nothing was "
-                "reserved or read."
-            )
+        check_runs_alone(flatten_steps(outermost))
 
     def _chain_reservations(self) -> list[dict]:
         """The ledger's reservations of chains (not those of a run's shared warm-up)."""
