@@ -1,7 +1,7 @@
 """DPHMC: cost per iteration against pm.HamiltonianMC, and MMD on the thesis' models.
 
 Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
-``pymc_dp.benchmark_models``, ``pymc_dp.evaluation.mmd``):
+``pymc_dp.testing.benchmark_models``, ``pymc_dp.testing.evaluation.mmd``):
 
 ``speed``
     Seconds of one DPHMC iteration over seconds of one ``pm.HamiltonianMC`` iteration with
@@ -138,8 +138,8 @@ try:
 except ImportError:  # until the package exports it
     from pymc_dp.steps.dp_hmc import DPHMC
 from pymc_dp.accounting import max_iterations
-from pymc_dp.benchmark_models import banana, correlated_gaussian
-from pymc_dp.evaluation import mmd
+from pymc_dp.testing.benchmark_models import banana, correlated_gaussian
+from pymc_dp.testing.evaluation import mmd
 
 #: DP HMC MMDs read off thesis Fig. 6.3 (flat banana, d = 2), approximately.
 THESIS_FIG_6_3_HMC = {1.0: 0.47, 6.0: 0.15}
@@ -205,7 +205,7 @@ def logistic_regression(n, d, seed):
 
     The shape of most DP analyses (and of ``examples/quickstart.py``): per-person covariates
     in ``pm.Data``, the coefficients entering through ``X @ β``. Returned in the shape the
-    speed functions read from a :class:`~pymc_dp.benchmark_models.BenchmarkModel`.
+    speed functions read from a :class:`~pymc_dp.testing.benchmark_models.BenchmarkModel`.
     """
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))

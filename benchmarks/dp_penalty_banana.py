@@ -28,7 +28,7 @@ Setup, following the thesis (sections 5.2, 5.4, 5.5, 6.3) and its published code
 * Evaluation (5.4, 5.5, and the thesis' plotting code): one MMD per chain, between the
   second half of the chain and 1000 exact posterior draws (Thm 13), Gaussian kernel, the
   square root of the absolute unbiased MMD² estimate, bandwidth by the subsampled median
-  heuristic (:func:`pymc_dp.evaluation.mmd`). Fig 6.3 draws these 20 per-chain values as
+  heuristic (:func:`pymc_dp.testing.evaluation.mmd`). Fig 6.3 draws these 20 per-chain values as
   seaborn box plots, so the number read off the figure is the **median over chains**; the
   table gives the median, the box (quartiles), and mean ± sd and max for completeness.
   "exact" is the median MMD of 10 exact samples of a chain's second-half size; the thesis'
@@ -117,8 +117,8 @@ from scipy import optimize, special
 
 import pymc_dp
 
-from pymc_dp.benchmark_models import banana
-from pymc_dp.evaluation import mmd
+from pymc_dp.testing.benchmark_models import banana
+from pymc_dp.testing.evaluation import mmd
 
 #: Approximate DP penalty OCU+GWMH medians read off thesis Fig 6.3, flat banana d = 2.
 THESIS_FIG_6_3 = {1.0: 0.33, 6.0: 0.12}

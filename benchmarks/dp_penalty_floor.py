@@ -1,6 +1,6 @@
 """DPPenalty against the floor: its own compiled per-datum log-likelihood call, and pm.Metropolis.
 
-For each model — the thesis' flat 2-d banana (:func:`pymc_dp.benchmark_models.banana`; a row
+For each model — the thesis' flat 2-d banana (:func:`pymc_dp.testing.benchmark_models.banana`; a row
 is two numbers whose log-densities are summed, so the per-row log-likelihood is a reduction
 and the ratio takes a second pass over the n values) and a linear regression with a
 ``pm.Data`` covariate (elementwise: PyTensor fuses the log-likelihood and the clipped ratio into
@@ -71,7 +71,7 @@ import pymc as pm
 
 import pymc_dp
 
-from pymc_dp.benchmark_models import banana
+from pymc_dp.testing.benchmark_models import banana
 
 SETTINGS = dict(eps=1.0, clip_bound=1.8, proposal="random_walk", scaling=0.008, warmup=False,
                 chains=1)

@@ -1,7 +1,7 @@
 """Cost of one DPPenalty iteration relative to one ``pm.Metropolis`` iteration.
 
 Both samplers run on the same model — the thesis' flat 2-d banana with n = 10⁵ individuals
-(:func:`pymc_dp.benchmark_models.banana`) — one chain on one core. Compilation and the fixed
+(:func:`pymc_dp.testing.benchmark_models.banana`) — one chain on one core. Compilation and the fixed
 costs of a sampling call are excluded by differencing: each sampler runs ``--short`` and
 ``--long`` draws (no tuning) in the same process, with the step objects built (and compiled)
 before the clock starts, and the time per iteration is
@@ -32,7 +32,7 @@ import pymc as pm
 
 import pymc_dp
 
-from pymc_dp.benchmark_models import banana
+from pymc_dp.testing.benchmark_models import banana
 
 
 def _clock():

@@ -75,7 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dp_hmc import logistic_regression  # noqa: E402
 
-from pymc_dp.benchmark_models import banana  # noqa: E402
+from pymc_dp.testing.benchmark_models import banana  # noqa: E402
 from pymc_dp.model import PrivateModel  # noqa: E402
 
 

@@ -20,7 +20,7 @@ the step inside the model with **only** ``eps`` (``DPHMC(eps=ε)``, ``DPPenalty(
 type and the first line of its message, and the benchmark goes on.
 
 Each run prints one line, compared with the reference by
-:func:`pymc_dp.evaluation.posterior_distance` over every scalar component of every variable
+:func:`pymc_dp.testing.evaluation.posterior_distance` over every scalar component of every variable
 in both posteriors (free variables and deterministics):
 
 * ``err med/max``: median and maximum over components of |mean_private − mean_NUTS| in NUTS
@@ -74,7 +74,7 @@ import pytensor.tensor as pt
 
 import pymc_dp
 
-from pymc_dp.evaluation import posterior_distance
+from pymc_dp.testing.evaluation import posterior_distance
 from pymc_dp.steps.warmup import DEFAULT_WARMUP
 
 STEPS = ("DPHMC", "DPPenalty", "MinibatchDPPenalty", "DPBarker")

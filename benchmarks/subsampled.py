@@ -1,7 +1,7 @@
 """Minibatch DP penalty and DP Barker on the thesis' tempered 2-d banana: MMD and speed.
 
-Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.benchmark_models``,
-``pymc_dp.evaluation.mmd``, ``pymc_dp.accounting``). Two parts:
+Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_models``,
+``pymc_dp.testing.evaluation.mmd``, ``pymc_dp.accounting``). Two parts:
 
 ``mmd``
     The thesis' tempered banana, d = 2 (Table 5.1: n = 10⁵, n0 = 1000, so T = 0.01; a = 20,
@@ -68,8 +68,8 @@ import numpy as np
 import pymc_dp
 
 from pymc_dp.accounting import PrivacyLedger, SubsampledGaussianEvent, barker_max_iterations
-from pymc_dp.benchmark_models import banana
-from pymc_dp.evaluation import mmd
+from pymc_dp.testing.benchmark_models import banana
+from pymc_dp.testing.evaluation import mmd
 from pymc_dp.steps.dp_barker import DPBarker
 from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
 

@@ -13,7 +13,7 @@ One model, one ε, three mechanisms, three sizes n:
 
 Accuracy against the exact posterior (a truncated Beta, sampled exactly): the error of the
 posterior mean in units of the exact posterior sd, the ratio of the sample's sd to the exact
-sd, and the MMD (Gaussian kernel, median heuristic; ``pymc_dp.evaluation.mmd``), each
+sd, and the MMD (Gaussian kernel, median heuristic; ``pymc_dp.testing.evaluation.mmd``), each
 averaged over a few repetitions.
 
 What to expect: the tempered posterior is wider than the posterior by 1/√T = √(2NL/ε), so
@@ -40,7 +40,7 @@ from scipy.special import expit
 
 import pymc_dp
 
-from pymc_dp.evaluation import mmd
+from pymc_dp.testing.evaluation import mmd
 
 PosteriorSampling = pymc_dp.PosteriorSampling
 DPHMC = pymc_dp.DPHMC

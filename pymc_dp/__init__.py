@@ -4,15 +4,14 @@ Private step methods for ``pm.sample``, exact privacy accounting, and results th
 safe to share. See ``README.md`` and ``docs/``.
 """
 
-from pymc_dp import accounting, mechanisms
+from pymc_dp import _moved, accounting, mechanisms
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
-from pymc_dp.distances import MMD, ClippedDistance, RandomFeatureMMD
+from pymc_dp.abcdp.distances import MMD, ClippedDistance, RandomFeatureMMD
 from pymc_dp.kernels.svt import flip_probability
 from pymc_dp.mechanisms import GaussianMechanism, InfectionCurveMechanism, LaplaceMechanism
 from pymc_dp.model import public_data
 from pymc_dp.posterior_sampling import NotConvergedError, PosteriorSampling
-from pymc_dp import lipschitz
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 from pymc_dp.steps.dp_barker import DPBarker
 from pymc_dp.steps.dp_hmc import DPHMC
@@ -22,6 +21,19 @@ from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.steps.warmup import LaplaceApproximationWarning, WarmupNotConvergedWarning
 
 __version__ = "0.1.0"
+
+_moved.install()
+
+
+def __getattr__(name):
+    # ``pymc_dp.lipschitz`` was a top-level name; it lives with posterior sampling now.
+    if name == "lipschitz":
+        _moved.warn_moved("pymc_dp.lipschitz")
+        from pymc_dp.posterior_sampling import lipschitz
+
+        return lipschitz
+    raise AttributeError(f"module 'pymc_dp' has no attribute {name!r}")
+
 
 __all__ = [
     "ABCDP",
@@ -41,7 +53,6 @@ __all__ = [
     "RandomFeatureMMD",
     "accepted_samples",
     "flip_probability",
-    "lipschitz",
     "PrivacyBudgetExceeded",
     "PrivacyReport",
     "UnsupportedModelError",

@@ -63,7 +63,7 @@ def test_per_datum_functions_agree_with_the_default_backend():
 
 
 def _banana_8():
-    from pymc_dp.benchmark_models import banana
+    from pymc_dp.testing.benchmark_models import banana
 
     return banana(n=300, d=8, seed=1).model
 

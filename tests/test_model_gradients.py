@@ -10,7 +10,7 @@ from pytensor.compile.mode import Mode
 from pytensor.link.vm import VMLinker
 from pytensor.scan.op import Scan
 
-from pymc_dp.benchmark_models import banana, correlated_gaussian
+from pymc_dp.testing.benchmark_models import banana, correlated_gaussian
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.kernels.clipping import clipped_vector_sum
 from pymc_dp.model import PrivateModel, public_data

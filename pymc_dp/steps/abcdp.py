@@ -1,6 +1,6 @@
 """``ABCDP``: private rejection ABC for ``pm.Simulator`` models.
 
-Kernel: :mod:`pymc_dp.kernels.svt`; adapter: :mod:`pymc_dp.simulator`.
+Kernel: :mod:`pymc_dp.kernels.svt`; adapter: :mod:`pymc_dp.abcdp.simulator`.
 Park, Vinaroz & Jitkrittum, Algorithm 1 and Thm 4.1; ``docs/algorithms.md``, "ABCDP".
 """
 
@@ -21,10 +21,10 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
-from pymc_dp.distances import BoundDistance, Distance, RandomFeatureMMD
+from pymc_dp.abcdp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
 from pymc_dp.model import _withholding_details
-from pymc_dp.simulator import SimulatorModel, simulate_summaries, try_simulate
+from pymc_dp.abcdp.simulator import SimulatorModel, simulate_summaries, try_simulate
 from pymc_dp.steps.base import PrivateStep, shared_arguments, shared_parameter_docs
 
 __all__ = ["ABCDP", "accepted_samples"]
@@ -95,7 +95,7 @@ class ABCDP(PrivateStep):
     resample : bool
         RESAMPLE of Algorithm 1 (default False, which needs less noise per sample for c > 1).
     distance : Distance, optional
-        A distance of known sensitivity from :mod:`pymc_dp.distances`. Default:
+        A distance of known sensitivity from :mod:`pymc_dp.abcdp.distances`. Default:
         ``RandomFeatureMMD(bandwidth="median", n_features=100)``, the MMD of random Fourier
         features of a Gaussian kernel whose bandwidth is the median heuristic on prior-
         predictive simulations (never on the observations); ``MMD(...)`` is the exact O(N²)
@@ -219,7 +219,7 @@ class ABCDP(PrivateStep):
             distance = RandomFeatureMMD(bandwidth="median", n_features=100)
         if not isinstance(distance, Distance):
             raise TypeError(
-                f"distance must be a pymc_dp.distances.Distance with a known sensitivity (MMD, "
+                f"distance must be a pymc_dp.abcdp.distances.Distance with a known sensitivity (MMD, "
                 f"RandomFeatureMMD, or ClippedDistance(fn, clip=..., sensitivity=...) for any "
                 f"other function), got a {type(distance).__name__}"
             )

@@ -15,7 +15,7 @@ from scipy import integrate, special, stats
 
 from pymc_dp.accounting import PrivacyLedger
 from pymc_dp.accounting.barker import BarkerEvent
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.kernels.barker import VCorr, barker_transition, load_vcorr
 from pymc_dp.kernels.minibatch_penalty import batch_estimate
 

@@ -6,7 +6,7 @@ import pymc as pm
 import pytest
 
 from pymc_dp.accounting import gaussian_epsilon
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.kernels.clipping import clipped_sum
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, leapfrog, noisy_gradient
 from pymc_dp.kernels.penalty import clipped_ratio_from, noisy_clipped_ratio

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pymc_dp.accounting import PrivacyLedger, SubsampledGaussianEvent, gaussian_epsilon
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.kernels.minibatch_penalty import (
     batch_estimate,
     draw_batch,

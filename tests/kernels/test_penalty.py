@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pymc_dp.accounting import gaussian_epsilon
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.kernels.clipping import clipped_sum
 from pymc_dp.kernels.penalty import (
     PenaltyState,

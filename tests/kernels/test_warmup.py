@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.kernels.warmup import (
     DEFAULT_GRID,
     SCALE_NOISE_ALLOWANCE,

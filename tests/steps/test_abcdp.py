@@ -14,10 +14,10 @@ import pytest
 
 import pymc_dp
 
-from pymc_dp.distances import ClippedDistance, MMD, RandomFeatureMMD
+from pymc_dp.abcdp.distances import ClippedDistance, MMD, RandomFeatureMMD
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.kernels.svt import laplace_scale
-from pymc_dp.simulator import SimulatorModel
+from pymc_dp.abcdp.simulator import SimulatorModel
 from pymc_dp.steps.abcdp import ABCDP, accepted_samples
 
 THETA_STAR = np.array([0.25, 0.04, 0.33, 0.04, 0.34])

@@ -19,9 +19,9 @@ import pytest
 
 import pymc_dp
 
-from pymc_dp.distances import BoundDistance, ClippedDistance, Distance, MMD, RandomFeatureMMD
+from pymc_dp.abcdp.distances import BoundDistance, ClippedDistance, Distance, MMD, RandomFeatureMMD
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.simulator import SimulatorModel
+from pymc_dp.abcdp.simulator import SimulatorModel
 from pymc_dp.steps.abcdp import ABCDP
 
 N = 40

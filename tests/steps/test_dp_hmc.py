@@ -222,7 +222,7 @@ def test_same_seed_same_draws(conjugate):
 
 
 def _banana(d):
-    from pymc_dp.benchmark_models import banana
+    from pymc_dp.testing.benchmark_models import banana
 
     bm = banana(n=500, d=d, seed=1)
     return bm.model, {"theta": bm.true_theta}, "theta"

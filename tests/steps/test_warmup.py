@@ -19,7 +19,7 @@ from pymc_dp.accounting.events import event_from_dict
 import pymc_dp.kernels.warmup as warmup_kernel
 
 from pymc_dp.accounting.gaussian import max_gaussian_mu
-from pymc_dp.evaluation import posterior_distance
+from pymc_dp.testing.evaluation import posterior_distance
 from pymc_dp.steps.warmup import DEFAULT_WARMUP
 
 SAMPLE = dict(progressbar=False, random_seed=3)
@@ -978,8 +978,8 @@ def test_a_banana_posterior_is_drawn_in_its_own_shape_at_eps_1():
     # an MMD of about 0.96 against exact draws; on φ, the draws are the exact prior times a
     # Gaussian likelihood on φ, which is the banana's own shape (thesis Fig 6.3, tuned by
     # hand: about 0.33).
-    from pymc_dp.benchmark_models import banana
-    from pymc_dp.evaluation import mmd
+    from pymc_dp.testing.benchmark_models import banana
+    from pymc_dp.testing.evaluation import mmd
 
     bm = banana(n=100_000, d=2, seed=0)
     exact = bm.posterior_draws(1000, np.random.default_rng(5))

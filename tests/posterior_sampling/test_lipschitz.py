@@ -1,7 +1,7 @@
 """Lipschitz constants of the posterior sampling mechanism against brute-force maxima.
 
 The quantity that makes one exact posterior draw 2L-DP is half the oscillation over θ of a
-datum's log-likelihood ratio ``r(θ) = ℓ(x, θ) − ℓ(y, θ)`` (see :mod:`pymc_dp.lipschitz`).
+datum's log-likelihood ratio ``r(θ) = ℓ(x, θ) − ℓ(y, θ)`` (see :mod:`pymc_dp.posterior_sampling.lipschitz`).
 Every formula is checked against ``max_{x, y} (max_θ r − min_θ r) / 2`` on a grid of data
 and parameters that contains the extremes, with the *full* log-likelihoods of scipy or of
 the PyMC model (θ-free terms included): the formula must bound it and be attained.
@@ -17,9 +17,9 @@ import scipy.stats as st
 
 from scipy.special import logit
 
-from pymc_dp import lipschitz as lip
+from pymc_dp.posterior_sampling import lipschitz as lip
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.lipschitz import (
+from pymc_dp.posterior_sampling.lipschitz import (
     bernoulli,
     binomial,
     categorical,

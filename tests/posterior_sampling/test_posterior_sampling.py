@@ -12,9 +12,9 @@ from scipy.special import logit
 
 import pymc_dp
 
-from pymc_dp.auditing import epsilon_lower_bound
+from pymc_dp.testing.auditing import epsilon_lower_bound
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
-from pymc_dp.lipschitz import bernoulli
+from pymc_dp.posterior_sampling.lipschitz import bernoulli
 from pymc_dp.posterior_sampling import (
     TEMPERED_POTENTIAL,
     NotConvergedError,
@@ -343,7 +343,7 @@ def test_empirical_audit_of_a_one_draw_release():
 
 def test_discrete_bayesian_network_end_to_end():
     """x1 → x2 with a trimmed-Dirichlet CPT chosen by the parent's data (Lemma 24)."""
-    from pymc_dp.lipschitz import discrete_bayesian_network, trimmed_dirichlet
+    from pymc_dp.posterior_sampling.lipschitz import discrete_bayesian_network, trimmed_dirichlet
 
     rng = np.random.default_rng(0)
     x1 = rng.binomial(1, 0.4, 200)

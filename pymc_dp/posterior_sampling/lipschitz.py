@@ -448,7 +448,7 @@ def categorical(p_bounds, *, elements: int = 1, metric: str = "replace_one") -> 
         raise UnsupportedModelError(
             "Some category probability can reach 0, so the log-likelihood ratio of two data is "
             "unbounded. Bound every probability below, e.g. with "
-            "pymc_dp.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
+            "pymc_dp.posterior_sampling.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
         )
     e = _elements(elements)
     return FamilyBound(
@@ -958,7 +958,7 @@ def _family_bound(rv, ranges: _RangeFinder, bounds, metric: str, elements: int) 
             raise UnsupportedModelError(
                 f"A category probability of observed {rv.name!r} can reach 0 {_describe(r)}. "
                 "Bound every probability below, e.g. "
-                "pymc_dp.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
+                "pymc_dp.posterior_sampling.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
             )
         return categorical((lo, hi), elements=elements, metric=metric)
     raise UnsupportedModelError(

@@ -296,7 +296,7 @@ def banana(
 
     Examples
     --------
-    >>> from pymc_dp.benchmark_models import banana
+    >>> from pymc_dp.testing.benchmark_models import banana
     >>> bm = banana(n=1000, seed=1)
     >>> bm.data.shape, bm.tempering
     ((1000, 2), 1.0)
@@ -405,7 +405,7 @@ def high_dim_gaussian(
 
     Examples
     --------
-    >>> from pymc_dp.benchmark_models import high_dim_gaussian
+    >>> from pymc_dp.testing.benchmark_models import high_dim_gaussian
     >>> high_dim_gaussian(n=500, seed=0).posterior_draws(4, rng=0).shape
     (4, 30)
     """
@@ -431,7 +431,7 @@ def correlated_gaussian(
 
     Examples
     --------
-    >>> from pymc_dp.benchmark_models import correlated_gaussian
+    >>> from pymc_dp.testing.benchmark_models import correlated_gaussian
     >>> bm = correlated_gaussian(n=1000, seed=0)
     >>> bool(abs(np.corrcoef(bm.posterior_draws(4000, rng=0).T)[0, 1] - 0.999) < 0.001)
     True
@@ -500,7 +500,7 @@ def circle(
 
     Examples
     --------
-    >>> from pymc_dp.benchmark_models import circle
+    >>> from pymc_dp.testing.benchmark_models import circle
     >>> draws = circle(n=1000, seed=0).posterior_draws(2000, rng=0)
     >>> bool(abs(np.sqrt((draws**2).sum(axis=1)).mean() - 3.16) < 0.1)
     True
@@ -567,7 +567,7 @@ def thesis_model(name: str, *, seed=0, **overrides) -> BenchmarkModel:
 
     Examples
     --------
-    >>> from pymc_dp.benchmark_models import thesis_model
+    >>> from pymc_dp.testing.benchmark_models import thesis_model
     >>> bm = thesis_model("tempered-banana-2d", n=2000)
     >>> bm.name, bm.tempering
     ('tempered-banana-2d', 0.5)

@@ -166,7 +166,7 @@ def mmd(x, y, *, bandwidth=None, rng=None, max_points=20_000, squared=False):
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_dp.evaluation import mmd
+    >>> from pymc_dp.testing.evaluation import mmd
     >>> rng = np.random.default_rng(0)
     >>> same = mmd(rng.normal(size=(1000, 2)), rng.normal(size=(1000, 2)), rng=1)
     >>> shifted = mmd(rng.normal(size=(1000, 2)), rng.normal(1.0, size=(1000, 2)), rng=1)
@@ -316,7 +316,7 @@ def posterior_distance(private, reference, var_names=None):
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> from pymc_dp.evaluation import posterior_distance
+    >>> from pymc_dp.testing.evaluation import posterior_distance
     >>> rng = np.random.default_rng(0)
     >>> def result(loc, scale):
     ...     draws = loc + scale * rng.standard_normal((2, 4000, 2))

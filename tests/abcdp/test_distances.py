@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pymc_dp.distances import (
+from pymc_dp.abcdp.distances import (
     MMD,
     BoundDistance,
     ClippedDistance,

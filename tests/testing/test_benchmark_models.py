@@ -1,4 +1,4 @@
-"""Tests of pymc_dp.benchmark_models: the thesis' models and their exact posteriors."""
+"""Tests of pymc_dp.testing.benchmark_models: the thesis' models and their exact posteriors."""
 
 import arviz as az
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 from scipy import stats
 
-from pymc_dp.benchmark_models import (
+from pymc_dp.testing.benchmark_models import (
     THESIS_MODELS,
     banana,
     circle,
@@ -15,7 +15,7 @@ from pymc_dp.benchmark_models import (
     high_dim_gaussian,
     thesis_model,
 )
-from pymc_dp.evaluation import mmd
+from pymc_dp.testing.evaluation import mmd
 
 
 def _theorem13(bm, a, b, m, sigma0_sq):

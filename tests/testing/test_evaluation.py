@@ -1,12 +1,12 @@
-"""Tests of pymc_dp.evaluation: the MMD of thesis 5.5 and the posterior distance."""
+"""Tests of pymc_dp.testing.evaluation: the MMD of thesis 5.5 and the posterior distance."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-import pymc_dp.evaluation as ev
+import pymc_dp.testing.evaluation as ev
 
-from pymc_dp.evaluation import median_heuristic_bandwidth, mmd, posterior_distance
+from pymc_dp.testing.evaluation import median_heuristic_bandwidth, mmd, posterior_distance
 
 
 def _population_mmd2(shift, s, bandwidth, d):

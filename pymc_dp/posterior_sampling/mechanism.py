@@ -2,7 +2,7 @@ r"""``PosteriorSampling``: draws of a tempered posterior, private by themselves.
 
 Dimitrakakis et al. (2017), Thm 8 and Cor 10; ``docs/algorithms.md``, "Posterior sampling
 mechanism". If every datum's log-likelihood ratio varies over the prior's support by at most
-``2L`` (:mod:`pymc_dp.lipschitz`), one exact draw from the posterior is ``2L``-DP and N
+``2L`` (:mod:`pymc_dp.posterior_sampling.lipschitz`), one exact draw from the posterior is ``2L``-DP and N
 independent exact draws are ``2NL``-DP — pure DP, δ = 0, no added noise. Tempering the
 likelihood by T (``p(x|θ)^T``) scales L by T, so a budget ε for N draws needs
 ``T ≤ ε / (2NL)``.
@@ -47,7 +47,7 @@ from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
-from pymc_dp.lipschitz import (
+from pymc_dp.posterior_sampling.lipschitz import (
     LipschitzBound,
     check_data_within_bounds,
     lipschitz_bound,
@@ -180,7 +180,7 @@ class PosteriorSampling(FixedSettings):
 
     Given the number ``draws`` = N of draws to release and the budget ``eps``, the
     mechanism computes the Lipschitz constant L of one datum's log-likelihood from the
-    declared data bounds and the priors' supports (:func:`pymc_dp.lipschitz.lipschitz_bound`;
+    declared data bounds and the priors' supports (:func:`pymc_dp.posterior_sampling.lipschitz.lipschitz_bound`;
     models it cannot bound are refused), tempers the likelihood by
     ``T = min(1, ε / (2NL))``, runs NUTS on ``prior(θ) p(X|θ)^T``, checks convergence, and
     releases exactly N draws thinned evenly from the pooled chains. Each exact draw would be

@@ -1,0 +1,54 @@
+"""Old module paths, kept importable for one release with a ``DeprecationWarning``.
+
+Modules that serve one feature moved into that feature's package (issue 15). An import of an
+old path (``import pymc_dp.lipschitz``, ``from pymc_dp.distances import MMD``) gets the module
+at its new home, the same object, so ``isinstance`` checks and pickles keep working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+__all__ = ["MOVED", "install"]
+
+#: Old module path → new module path.
+MOVED = {
+    "pymc_dp.auditing": "pymc_dp.testing.auditing",
+    "pymc_dp.benchmark_models": "pymc_dp.testing.benchmark_models",
+    "pymc_dp.evaluation": "pymc_dp.testing.evaluation",
+    "pymc_dp.distances": "pymc_dp.abcdp.distances",
+    "pymc_dp.simulator": "pymc_dp.abcdp.simulator",
+    "pymc_dp.lipschitz": "pymc_dp.posterior_sampling.lipschitz",
+}
+
+
+def warn_moved(old: str, stacklevel: int = 3) -> None:
+    warnings.warn(
+        f"{old} moved to {MOVED[old]}; the old path goes in the next release.",
+        DeprecationWarning, stacklevel=stacklevel,
+    )
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        warn_moved(spec.name, stacklevel=4)
+        return importlib.import_module(MOVED[spec.name])
+
+    def exec_module(self, module):
+        # (the module is the new one, already executed; keep its own name and spec)
+        pass
+
+
+def install() -> None:
+    """Put the alias finder on ``sys.meta_path`` once."""
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+        sys.meta_path.append(_Alias())
