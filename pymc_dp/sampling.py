@@ -184,13 +184,13 @@ def _private_steps(step) -> list[PrivateStep]:
 
 def _releasable_names(model) -> list[str]:
     """Free variables, and deterministics that read neither data nor array constants."""
-    from pymc_dp.model import _array_constants
+    from pymc_dp.model.constants import array_constants
 
     private = set(data_dependent_deterministics(model))
     names = [rv.name for rv in model.free_RVs]
     for det in model.deterministics:
         graph = model.replace_rvs_by_values([det])
-        if det.name not in private and not _array_constants(graph):
+        if det.name not in private and not array_constants(graph):
             names.append(det.name)
     return names
 
@@ -711,10 +711,10 @@ def n_individuals(model) -> int | None:
     observed values do not share one leading length (private steps refuse such models).
     Only shapes are read, never values.
     """
-    from pymc_dp.model import _numeric_value
+    from pymc_dp.model.data import numeric_value
 
     lengths = {
-        np.shape(_numeric_value(model.rvs_to_values[rv]))[:1] for rv in model.observed_RVs
+        np.shape(numeric_value(model.rvs_to_values[rv]))[:1] for rv in model.observed_RVs
     }
     return lengths.pop()[0] if len(lengths) == 1 and () not in lengths else None
 

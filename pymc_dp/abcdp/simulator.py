@@ -54,13 +54,9 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model.data import data_variables
 
 __all__ = ["SimulatorModel", "find_held_observations", "simulate_summaries"]
-
-
-def _data_variables(model: Model) -> list[Variable]:
-    observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
-    return observed_values + [d for d in model.data_vars if d not in observed_values]
 
 
 class SimulatorModel:
@@ -137,16 +133,18 @@ class SimulatorModel:
             )
 
         params = list(op.dist_params(sim_rv.owner))
-        data_vars = _data_variables(model)
+        # (pm.Data and any other shared array: pymc_dp.model.data's one rule for what holds data)
+        data_vars = data_variables(model)
         for rv in model.free_RVs:
             if any(a in set(data_vars) for a in ancestors(rv.owner.inputs)):
                 raise UnsupportedModelError(
-                    f"The prior of {rv.name!r} reads observed values or pm.Data. ABCDP's prior "
+                    f"The prior of {rv.name!r} reads observed values, pm.Data or a shared variable. ABCDP's prior "
                     "draws are public and must not depend on data."
                 )
         if params and any(a in set(data_vars) for a in ancestors(params)):
             raise UnsupportedModelError(
-                f"The parameters of simulator {sim_rv.name!r} read observed values or pm.Data. "
+                f"The parameters of simulator {sim_rv.name!r} read observed values, pm.Data or a "
+                "shared variable. "
                 "ABCDP's simulations are public; pass public constants as NumPy arrays."
             )
 

@@ -23,7 +23,7 @@ from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
 from pymc_dp.abcdp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
-from pymc_dp.model import _withholding_details
+from pymc_dp.model.graphs import withholding_details
 from pymc_dp.abcdp.simulator import SimulatorModel, simulate_summaries, try_simulate
 from pymc_dp.steps.base import PrivateStep, shared_arguments, shared_parameter_docs
 
@@ -412,7 +412,7 @@ class ABCDP(PrivateStep):
         kept = np.flatnonzero([s is not None for s in summaries])
         chain.q, chain.noise, chain.kept = q[kept], noise[kept], kept
         # private: never leaves the SVT (a failure of the distance counts as its largest value)
-        chain.distances = _withholding_details(
+        chain.distances = withholding_details(
             "the distance to the observations", chain.bound, [summaries[i] for i in kept]
         )
         chain.pos = 0

@@ -133,7 +133,7 @@ def test_the_audit_catches_noise_half_as_large_as_claimed(path):
 
 def test_the_audit_catches_a_compiled_clamp_twice_as_wide(monkeypatch):
     # A compiled clamp at 2b (the bound the noise was not scaled for) is caught end to end.
-    import pymc_dp.model as model_module
+    import pymc_dp.model.adapter as model_module
 
     clipped_scalar_sum = model_module.clipped_scalar_sum
     monkeypatch.setattr(

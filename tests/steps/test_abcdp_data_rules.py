@@ -529,3 +529,36 @@ def test_out_of_draws_with_integer_and_float_variables(tmp_path):
     n_acc = _check_filled(idata, 4, 1)
     # an integer variable has no NaN: its fillers are the smallest int64
     assert np.all(idata.posterior["k"].values.ravel()[n_acc:] == np.iinfo(np.int64).min)
+
+
+# ---------------------------------------------------------------- priors and parameters that read data
+def _container(kind, value):
+    import pytensor
+
+    return pm.Data("x", value) if kind == "pm.Data" else pytensor.shared(value, name="x")
+
+
+@pytest.mark.parametrize("kind", ["pm.Data", "unregistered shared"])
+def test_a_prior_that_reads_data_is_refused_before_any_budget(kind, tmp_path):
+    # ABCDP's prior draws are released as they are: a prior centred on a mean of the data
+    # would publish it. A plain pytensor.shared array is data too (one rule for what holds
+    # data, pymc_dp.model.data), not only what pm.Data registered.
+    with pm.Model() as model:
+        x = _container(kind, Y)
+        mu = pm.Normal("mu", x.mean(), 2.0)
+        pm.Simulator("y", normal_sim, mu, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="prior of 'mu' reads"):
+        build(model, tmp_path / "ledger")
+    assert no_ledger(tmp_path / "ledger")
+
+
+@pytest.mark.parametrize("kind", ["pm.Data", "unregistered shared"])
+def test_simulator_parameters_that_read_data_are_refused(kind, tmp_path):
+    with pm.Model() as model:
+        x = _container(kind, Y)
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Simulator("y", lambda rng, m, s, size: rng.normal(m, 1.0, size), mu, x.std(),
+                     observed=Y)
+    with pytest.raises(UnsupportedModelError, match="parameters of simulator 'y' read"):
+        build(model, tmp_path / "ledger")
+    assert no_ledger(tmp_path / "ledger")

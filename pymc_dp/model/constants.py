@@ -1,0 +1,196 @@
+"""Array constants written into a model (NumPy arrays PyMC folds into the graph): where they
+are, which uses may carry people's values, and computations across their rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+from pytensor.scalar.basic import ScalarOp, Second
+from pytensor.tensor.basic import Alloc, AllocEmpty, Split
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedSubtensor,
+    IncSubtensor,
+    Subtensor,
+)
+
+from pymc_dp.row_locality import NotRowLocal, datum_axes
+
+__all__ = [
+    "array_constants",
+    "inner_graph_outputs",
+    "constant_uses",
+    "may_hold_people",
+    "one_number",
+    "has_rows",
+    "cross_row_constant_expression",
+]
+
+
+def array_constants(graph_outputs: Sequence[Variable], inner: bool = False) -> list[Variable]:
+    """Non-scalar constants in a graph: data written into the model as NumPy arrays.
+
+    With ``inner``, also those inside the inner graphs of its Ops (``OpFromGraph``, the core
+    Op of a ``Blockwise``, symbolic distributions).
+    """
+    found = (
+        (c for c, _, _ in constant_uses(graph_outputs))
+        if inner
+        else ancestors(list(graph_outputs))
+    )
+    return list(
+        dict.fromkeys(
+            a
+            for a in found
+            if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
+        )
+    )
+
+
+def inner_graph_outputs(op) -> list[Variable]:
+    """Outputs of the inner graph of ``op`` (or of its core Op), if it has one."""
+    inner = getattr(op, "core_op", op)
+    if isinstance(inner, ScalarOp):
+        return []  # (a Composite's scalar graph holds scalars only)
+    fgraph = getattr(inner, "fgraph", None)
+    if fgraph is not None and hasattr(fgraph, "outputs"):
+        return list(fgraph.outputs)
+    return list(getattr(inner, "inner_outputs", []))
+
+
+def constant_uses(outputs: Sequence[Variable], blockers=()):
+    """``(constant, node, position)`` for every tensor constant the graph computes with.
+
+    Enters inner graphs (:func:`inner_graph_outputs`); a constant that is itself an output
+    comes with ``node=None``. Stops at ``blockers`` (free random variables: priors).
+    """
+    graphs, seen = [list(outputs)], set()
+    while graphs:
+        outs = graphs.pop()
+        for out in outs:
+            if isinstance(out, Constant):
+                yield out, None, None
+        # (graph_inputs leaves the blockers out: they are inputs of the walk all the same)
+        for node in io_toposort([*graph_inputs(outs, blockers=blockers), *blockers], outs):
+            inner = inner_graph_outputs(node.op)
+            if inner and id(node.op) not in seen:
+                seen.add(id(node.op))
+                graphs.append(inner)
+            for k, i in enumerate(node.inputs):
+                if isinstance(i, Constant) and getattr(i, "ndim", 0) > 0:
+                    yield i, node, k
+
+
+def _structural_inputs(node) -> range:
+    """Input positions of ``node`` whose values are shapes, sizes or indices, or whose shape
+    alone is read: where PyMC and PyTensor put their own array constants."""
+    for cls in type(node.op).__mro__:
+        found = _STRUCTURAL_INPUTS.get(cls)
+        if found is not None:
+            return found(node)
+    return range(0)
+
+
+_STRUCTURAL_INPUTS = {
+    Reshape: lambda node: range(1, 2),
+    Split: lambda node: range(1, 3),
+    Alloc: lambda node: range(1, len(node.inputs)),
+    AllocEmpty: lambda node: range(len(node.inputs)),
+    SpecifyShape: lambda node: range(1, len(node.inputs)),
+    Subtensor: lambda node: range(1, len(node.inputs)),
+    AdvancedSubtensor: lambda node: range(1, len(node.inputs)),
+    IncSubtensor: lambda node: range(2, len(node.inputs)),
+    AdvancedIncSubtensor: lambda node: range(2, len(node.inputs)),
+    Shape: lambda node: range(1),
+    Shape_i: lambda node: range(1),
+    # fill(x, v) (zeros_like, ones_like) reads the shape of x
+    Elemwise: lambda node: range(1 if isinstance(node.op.scalar_op, Second) else 0),
+    # a random variable's generator and size (its parameters are values)
+    RandomVariable: lambda node: range(len(node.inputs) - len(node.op.dist_params(node))),
+}
+
+
+def may_hold_people(const: Constant, node, position) -> bool:
+    """Whether a use of an array constant (not on the datum axis) may spread people's values.
+
+    Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
+    these kinds, and an entry of a constant shape vector), nor an array that holds no more
+    than a scalar does (:func:`one_number`); any other use does: a table
+    indexed by per-row integers (one entry read by many rows), or values broadcast to every
+    row. Only a table can hold people's values in one entry, so other single values pass.
+    """
+    if node is None:
+        return np.size(const.data) > 1
+    if position in _structural_inputs(node):
+        return False
+    if (
+        isinstance(node.op, Subtensor)
+        and position == 0
+        and const.dtype.startswith(("int", "uint"))
+        and all(isinstance(i, Constant) for i in node.inputs[1:])
+    ):
+        return False  # an entry of a constant shape vector
+    if one_number(np.asarray(const.data)):
+        return False  # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d))
+    table = isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor) and position < 2
+    return table or np.size(const.data) > 1
+
+
+def one_number(a: np.ndarray) -> bool:
+    """Whether ``a`` is determined by its shape and one number: all entries equal, or c·I."""
+    if a.size == 0 or np.all(a == a.flat[0]):
+        return True
+    a = a.reshape([s for s in a.shape if s != 1])  # (broadcast axes)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        return False
+    diagonal = np.diagonal(a)
+    return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
+
+
+def has_rows(arrays, n: int) -> bool:
+    """Whether some array (or constant) has n entries along an axis and holds more than one
+    number: per-individual values."""
+    for a in arrays:
+        value = np.asarray(a.data if isinstance(a, Constant) else a)
+        if value.dtype != object and n in value.shape and not one_number(value):
+            return True
+    return False
+
+
+def cross_row_constant_expression(outputs, nodes, blockers, n: int) -> bool:
+    """Whether a constant-only expression in ``nodes`` computes across an axis of length n."""
+    constant = {
+        v for v in graph_inputs(outputs, blockers=blockers) if isinstance(v, Constant)
+    } - set(blockers)
+    for node in nodes:
+        if node.inputs and all(i in constant for i in node.inputs):
+            constant.update(node.outputs)
+    # the results of constant-only expressions, where the rest of the graph reads them
+    results = [
+        i
+        for node in nodes
+        if not all(i in constant for i in node.inputs)
+        for i in node.inputs
+        if i in constant and i.owner is not None
+    ] + [o for o in outputs if o in constant and o.owner is not None]
+    # every array with n entries along some axis is per-datum along the first such axis
+    rows = {}
+    for c in constant:
+        if isinstance(c, Constant) and n in np.shape(c.data):
+            rows[c] = np.shape(c.data).index(n)
+    if not results or not rows:
+        return False
+    try:
+        datum_axes(results, rows, n)
+    except NotRowLocal:
+        return True
+    return False

@@ -1,0 +1,137 @@
+"""What in a PyMC model holds people's data: observed values, ``pm.Data`` containers and
+other shared variables, and the declaration that a container is public.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc.model import Model, modelcontext
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.type import RandomType
+
+
+__all__ = [
+    "DatumInput",
+    "numeric_value",
+    "data_containers",
+    "container_label",
+    "data_variables",
+    "private_data_variables",
+    "reads_any",
+    "public_data",
+    "is_public",
+    "data_dependent_deterministics",
+]
+
+
+@dataclass(frozen=True)
+class DatumInput:
+    """A graph variable holding per-datum values (leading axis = datum) and its value."""
+
+    variable: Variable
+    value: np.ndarray
+    label: str
+
+
+def numeric_value(var: Variable) -> np.ndarray:
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
+    if isinstance(var, SharedVariable):
+        return np.asarray(var.get_value(borrow=True))
+    return np.asarray(var.eval())
+
+
+def data_containers(model: Model) -> list[Variable]:
+    """``pm.Data`` containers, and any other shared variable the model reads.
+
+    A ``pytensor.shared`` array that was never registered with ``pm.Data`` holds data just
+    the same; only random generators are not data.
+    """
+    graphs = model.basic_RVs + model.potentials + model.deterministics
+    not_data = set(model.data_vars) | set(model.dim_lengths.values())  # dims' lengths
+    others = [
+        a
+        for a in ancestors(graphs)
+        if isinstance(a, SharedVariable)
+        and not isinstance(a.type, RandomType)
+        and a not in not_data
+    ]
+    return list(model.data_vars) + list(dict.fromkeys(others))
+
+
+def container_label(var: Variable) -> str:
+    return f"pm.Data {var.name!r}" if var.name else "an unnamed shared variable"
+
+
+def data_variables(model: Model) -> list[Variable]:
+    """Every graph variable that holds data: observed values and data containers."""
+    observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
+    return observed_values + [d for d in data_containers(model) if d not in observed_values]
+
+
+def private_data_variables(model: Model) -> list[Variable]:
+    """The data variables that hold people's data: observed values, containers not declared
+    public, and containers an observed value is computed from (declaring those public
+    cannot make the observations public)."""
+    observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
+    return [
+        d
+        for d in data_variables(model)
+        if d in observed_values or not is_public(d) or reads_any(observed_values, [d])
+    ]
+
+
+def reads_any(
+    graph_outputs: Sequence[Variable], data_vars: Sequence[Variable], blockers=None
+) -> bool:
+    wanted = set(data_vars)
+    return any(a in wanted for a in ancestors(list(graph_outputs), blockers=blockers))
+
+
+def public_data(*data_vars: Variable) -> None:
+    """Declare ``pm.Data`` containers public: constants of the analysis, not people's data.
+
+    A private step refuses a model whose likelihood reads ``pm.Data`` that is not on the
+    datum axis (leading length n), since it cannot know whether one person's record lives
+    there (a per-person table indexed by observations, say), and treats ``pm.Data`` of
+    leading length n as per-person rows. Declaring it public says it holds no one's data,
+    and the step then reads it as a constant, without noise. Never declare observed values
+    public: they are always data.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pymc_dp
+    >>> with pm.Model():
+    ...     scale = pm.Data("scale", 2.0)
+    ...     pymc_dp.public_data(scale)
+    """
+    for var in data_vars:
+        if not isinstance(var, SharedVariable):
+            raise TypeError(f"public_data takes pm.Data containers, got {var!r}")
+        var.tag.dp_public = True
+
+
+def is_public(var: Variable) -> bool:
+    return bool(getattr(var.tag, "dp_public", False))
+
+
+def data_dependent_deterministics(model: Model | None = None) -> list[str]:
+    """Names of ``pm.Deterministic`` variables whose value depends on data.
+
+    PyMC records deterministics in the posterior; one that reads data (``mu = X @ beta``)
+    would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
+    out and :func:`pymc_dp.release` strips them.
+    """
+    model = modelcontext(model)
+    data_vars = data_variables(model)
+    return [
+        d.name
+        for d in model.deterministics
+        if reads_any(model.replace_rvs_by_values([d]), data_vars)
+    ]

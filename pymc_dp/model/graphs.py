@@ -1,0 +1,135 @@
+"""Compiling and rebuilding the adapter's graphs: errors that withhold values, a backend
+that keeps float64, graphs rebuilt with per-datum inputs of any length, data checks taken out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytensor.tensor as pt
+
+from pymc.pytensorf import compile as pm_compile
+from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+from pytensor.raise_op import CheckAndRaise
+from pytensor.tensor.shape import SpecifyShape
+
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model.data import reads_any
+
+__all__ = [
+    "withholding_details",
+    "as_list",
+    "check_backend_keeps_float64",
+    "require_float64",
+    "without_checks_on",
+    "rebuild_graph",
+]
+
+
+def withholding_details(what: str, fn, *args):
+    """``fn(*args)``, re-raising any error by its type only, its outputs as NumPy arrays.
+
+    PyTensor messages can print input values (an out-of-range index, a shape, a failed
+    check): with the data among the inputs those are private. A backend other than the
+    default one (JAX) returns its own arrays: they become NumPy arrays here, so that the
+    kernels and PyMC's trace (which rejects a ``jax.Array`` in a chain's point) see NumPy.
+    """
+    try:
+        out = fn(*args)
+    except Exception as err:
+        raise RuntimeError(
+            f"Evaluating {what} failed ({type(err).__name__}); the message is withheld "
+            "because it may show data values."
+        ) from None
+    if isinstance(out, list | tuple):
+        return type(out)(_as_numpy(o) for o in out)
+    return _as_numpy(out)
+
+
+def _as_numpy(value):
+    return value if isinstance(value, np.ndarray | np.generic) else np.asarray(value)
+
+
+def as_list(columns: list[Variable] | Variable) -> list[Variable]:
+    """Per-datum gradient columns, or an (n, d) matrix of rows, as a list of outputs."""
+    return columns if isinstance(columns, list) else [columns]
+
+
+_FLOAT32_BACKEND = (
+    "The compile_kwargs' backend computes float64 values in float32 (JAX does unless "
+    "jax_enable_x64 is on: PyTensor turns it on only when it first loads JAX with floatX = "
+    "float64). Clipped sums rounded to float32 can move by more than the clip bound their noise "
+    "is scaled for. Call jax.config.update('jax_enable_x64', True) before building the step, "
+    "or use the default backend."
+)
+
+
+def check_backend_keeps_float64(compile_kwargs: dict) -> None:
+    """Refuse a backend that silently computes float64 in float32, before any data is read.
+
+    The clamps and sums of every release are float64 graphs (:meth:`PrivateModel.clipped_ratio`);
+    a backend that runs them in float32 rounds the bound and the sum (a found case: JAX
+    without x64). Checked on a public number.
+    """
+    x = pt.scalar("x", dtype="float64")
+    value = pm_compile([x], x * 1.0, **compile_kwargs)(np.float64(0.1))
+    if np.asarray(value).dtype != np.float64 or float(value) != 0.1:
+        raise UnsupportedModelError(_FLOAT32_BACKEND)
+
+
+def require_float64(value, what: str):
+    """``value`` if it is float64; else refused (a second line behind the backend check)."""
+    if np.asarray(value).dtype != np.float64:
+        raise RuntimeError(f"{what} came back in {np.asarray(value).dtype}: " + _FLOAT32_BACKEND)
+    return value
+
+
+def without_checks_on(graph: Variable, data: Sequence[Variable]) -> Variable:
+    """``graph`` with every parameter check whose condition reads the data taken out.
+
+    PyMC's checks (``check_parameters``: σ > 0, lower ≤ c ≤ upper, …) reduce their condition
+    over all rows, and PyMC compiles them to ``switch(all(condition), logp, -inf)``: one
+    person's value outside a parameter's domain (a negative exposure, a mode outside its
+    bounds) would set every ℓ_j to −inf, far more than that person's clipped share. Without
+    the check each row keeps its own density formula's value; a non-finite one is clipped
+    like any other row's (±inf to ±bound, NaN to 0). Checks on parameters alone (the same
+    for every row) are kept.
+    """
+    data = list(data)
+
+    def reads_data(node) -> bool:
+        return isinstance(node.op, CheckAndRaise) and reads_any(node.inputs[1:], data)
+
+    (out,) = rebuild_graph([graph], {}, passthrough=reads_data)
+    return out
+
+
+def rebuild_graph(outputs: list[Variable], replace: dict, passthrough=None) -> list[Variable]:
+    """``outputs`` with ``replace`` applied, re-deriving the types of every node downstream.
+
+    Unlike ``graph_replace``, a replacement may have a less specific type (a leading length
+    of ``None`` instead of n): each affected node is rebuilt with ``make_node``, so its
+    output types follow the new inputs, and a ``SpecifyShape`` of an affected variable drops
+    its leading length. Nodes not downstream of a replacement are kept as they are. A node
+    for which ``passthrough(node)`` holds is replaced by its first input (a check taken out).
+    """
+    memo = dict(replace)
+    batches = set(replace.values())
+    for node in io_toposort(list(graph_inputs(outputs)), outputs):
+        new_inputs = [memo.get(i, i) for i in node.inputs]
+        if passthrough is not None and passthrough(node):
+            memo[node.outputs[0]] = new_inputs[0]
+            continue
+        # (a symbolic distribution's make_node pins a batch to the length of the NumPy
+        # array it replaced, pm.Censored's per-row bounds: relaxed when met again)
+        pinned = isinstance(node.op, SpecifyShape) and new_inputs[0] in batches
+        if all(a is b for a, b in zip(new_inputs, node.inputs)) and not pinned:
+            continue
+        if isinstance(node.op, SpecifyShape) and new_inputs[0].ndim > 0:
+            x, *shape = new_inputs
+            memo[node.outputs[0]] = pt.specify_shape(x, (None, *shape[1:]))
+            continue
+        memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
+    return [memo.get(o, o) for o in outputs]

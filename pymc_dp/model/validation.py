@@ -1,0 +1,426 @@
+"""What a model must be for a private step, checked before any data is read: which arrays
+are per-datum rows, priors, potentials and initial values without data, array constants
+that cannot spread one person's values, and the row-locality gate on every graph that runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+
+import numpy as np
+
+from pymc.vartypes import continuous_types
+from pymc.logprob.abstract import _logprob
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+
+from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.index_bounds import check_index_bounds
+from pymc_dp.row_locality import NotRowLocal, prove_rows_first
+from pymc_dp.model.data import (
+    DatumInput,
+    container_label,
+    data_containers,
+    numeric_value,
+    private_data_variables,
+    reads_any,
+)
+from pymc_dp.model.constants import (
+    array_constants,
+    constant_uses,
+    cross_row_constant_expression,
+    has_rows,
+    may_hold_people,
+)
+
+__all__ = ["ModelChecks"]
+
+
+_PRIOR_READS_DATA = (
+    "The prior of {!r} depends on data. The prior term is added without noise, so it must "
+    "not read observed values, pm.Data or shared variables (declare public constants with "
+    "pymc_dp.public_data(...)), nor NumPy arrays with one entry per individual (an "
+    "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
+    "values as observed variables (x_obs ~ Normal(x_true, ...), observed)."
+)
+
+
+def _not_row_local(what: str, err: NotRowLocal) -> str:
+    """The refusal of a graph the row-locality proof fails on: the Op type and the fix."""
+    if err.mixes:
+        why = (
+            f"{what} computes with {err.op} ({err.why}), which can make one row of the "
+            "data change the values of other rows."
+        )
+    else:
+        why = (
+            f"{what} computes with {err.op} ({err.why}): the row-locality proof cannot show "
+            "that it keeps rows apart, and a private step accepts only models it proves to."
+        )
+    return f"{why} {_REWRITE}"
+
+
+_REWRITE = (
+    "Private steps need ℓ_j to depend on row j only. Compute per-person values elementwise "
+    "and reduce only over axes other than the rows; index parameters or public tables "
+    "(pymc_dp.public_data) by per-row integer arrays (a[group]), never per-person values by "
+    "an index array (x[g]: give each row its own values instead); preprocess with public "
+    "constants (no standardising by the data's own mean or sd, lags or cumulative sums); "
+    "and keep Scan, as_op and custom Ops out of the likelihood. See 'What the model must "
+    "look like' in docs/private-mcmc.md."
+)
+
+
+def _check_observed_expression(name: str, value: Variable, containers) -> None:
+    """Refuse an observed value computed from data other than row by row.
+
+    Its rows would mix (``x - x.mean()``) and its length could be a count of the data
+    (``x[x > 0]``); proven row-local from the containers it reads, its length is theirs.
+    """
+    rows = {c: 0 for c in containers if c.ndim >= 1 and reads_any([value], [c])}
+    try:
+        prove_rows_first([value], rows)
+    except NotRowLocal as err:
+        raise UnsupportedModelError(
+            _not_row_local(f"The observed value of {name!r}", err)
+            + " Observed values computed from pm.Data must be computed row by row (or pass "
+            "them as arrays)."
+        ) from None
+
+
+class ModelChecks:
+    """Validation of :class:`~pymc_dp.model.PrivateModel` (a mixin)."""
+
+    def _check_covers_all(self, value_vars):
+        missing = [v.name for v in self.model.value_vars if v not in value_vars]
+        if missing:
+            raise UnsupportedModelError(
+                f"A private step must cover every free variable, but {missing} are left out. "
+                "PyMC would assign them a non-private step (NUTS) that reads the data without "
+                "noise. Pass vars=None (all variables) or sample them with another private step."
+            )
+
+    def _check_continuous(self, value_vars):
+        discrete = [v.name for v in value_vars if v.dtype not in continuous_types]
+        if discrete:
+            raise UnsupportedModelError(
+                f"Free variables {discrete} are discrete; this private step needs continuous "
+                "variables. Marginalise them out, or use a step that supports discrete ones."
+            )
+
+    def _find_datum_inputs(self) -> list[DatumInput]:
+        model = self.model
+        if not model.observed_RVs:
+            raise UnsupportedModelError(
+                "The model has no observed variables: there is no data to protect and nothing "
+                "for a private step to do. Use pm.sample for prior-only models."
+            )
+        observed_names = {rv.name for rv in model.observed_RVs}
+        imputed = [
+            rv.name.removesuffix("_unobserved")
+            for rv in model.free_RVs
+            if rv.name.endswith("_unobserved")
+            and rv.name.removesuffix("_unobserved") + "_observed" in observed_names
+        ]
+        if imputed:
+            # PyMC turns NaN in observed data into free variables to impute; their number and
+            # places are private. Say where, never what.
+            raise ValueError(
+                f"The observed data of {imputed} contains non-finite values (NaN), which PyMC "
+                "would impute as free variables. Private steps need finite data; remove or "
+                "impute those rows before sampling."
+            )
+        inputs: list[DatumInput] = []
+        containers = data_containers(model)
+        for rv in model.observed_RVs:
+            value_var = model.rvs_to_values[rv]
+            value = numeric_value(value_var)
+            if value.ndim == 0:
+                raise UnsupportedModelError(
+                    f"Observed variable {rv.name!r} is a scalar. A private step needs one row "
+                    "per individual along the leading axis of every observed variable."
+                )
+            if not isinstance(value_var, Constant | SharedVariable):
+                if not reads_any([value_var], containers):
+                    raise UnsupportedModelError(
+                        f"The observed value of {rv.name!r} is an expression of constants; "
+                        "pass the data as a NumPy array or pm.Data."
+                    )
+                _check_observed_expression(rv.name, value_var, containers)
+            if value.shape[0] == 0:
+                raise UnsupportedModelError(
+                    f"Observed variable {rv.name!r} has no rows. A private step needs at least "
+                    "one individual: pass data with one row per individual."
+                )
+            inputs.append(DatumInput(value_var, value, f"observed variable {rv.name!r}"))
+        lengths = {d.label: d.value.shape[0] for d in inputs}
+        if len(set(lengths.values())) > 1:
+            # (Lengths only of arrays passed in. An observed value computed from pm.Data is
+            # proven row-local above, so its length is that of an array passed in, but it
+            # is left out all the same.)
+            given = {
+                label: length
+                for (label, length), d in zip(lengths.items(), inputs)
+                if isinstance(d.variable, Constant | SharedVariable)
+            }
+            raise UnsupportedModelError(
+                "Observed variables must share the leading (individual) axis; their leading "
+                f"lengths differ (of the arrays passed in: {given})."
+            )
+        n = inputs[0].value.shape[0]
+        # An observed value computed from pm.Data (``observed=f(x)``) is not an input: the
+        # pm.Data it reads is, so that the row-locality probe sees what f does across rows.
+        observed_exprs = [d.variable for d in inputs]
+        inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
+        observed_vars = {d.variable for d in inputs}
+        private = set(private_data_variables(model))
+        for data_var in containers:
+            if data_var in observed_vars:
+                continue
+            if data_var not in private:
+                continue  # declared public: a constant, even if its length happens to be n
+            value = numeric_value(data_var)
+            if value.ndim >= 1 and value.shape[0] == n:
+                inputs.append(DatumInput(data_var, value, container_label(data_var)))
+        datum_vars = {d.variable for d in inputs}
+        self._check_constant_expressions(n)
+        # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
+        # new constants on every call, and the constants found here must be the compiled ones.
+        likelihood = model.logp(vars=model.observed_RVs, sum=False)
+        self._likelihood_terms = likelihood
+        # A NumPy array with n rows written into the likelihood holds per-individual values
+        # (covariates): it is data like pm.Data, whose rows the row-locality proof follows.
+        for k, const in enumerate(array_constants(likelihood)):
+            if const not in datum_vars and np.shape(const.data)[0] == n:
+                value = np.asarray(const.data)
+                where = ", ".join(
+                    repr(rv.name)
+                    for term, rv in zip(likelihood, model.observed_RVs)
+                    if reads_any([term], [const])
+                )
+                label = (
+                    f"a NumPy array with one row per individual (#{k}, in the "
+                    f"log-likelihood of {where})"
+                )
+                inputs.append(DatumInput(const, value, label))
+                datum_vars.add(const)
+        self._check_array_constants(likelihood, n)
+        for term, rv in zip(likelihood, model.observed_RVs):
+            if term.ndim == 0:
+                raise UnsupportedModelError(
+                    f"The log-density of observed variable {rv.name!r} has no datum axis (a "
+                    "multivariate distribution over the whole leading axis?). A private step "
+                    "needs one log-density value per individual along the leading axis."
+                )
+        hidden = [
+            container_label(d)
+            for d in containers
+            if d not in datum_vars
+            and d in private  # (public ones too, if observed values are computed from them)
+            and reads_any(likelihood, [d])
+        ]
+        if hidden:
+            raise UnsupportedModelError(
+                f"The likelihood reads {hidden}, which is not on the datum axis (its "
+                "leading length is not the number of rows). If it holds people's records (a "
+                "per-person table indexed by observations), one person would move several rows "
+                "and the privacy guarantee would not hold: put one row per person on the "
+                "leading axis. If it is a public constant, declare it with "
+                "pymc_dp.public_data(...)."
+            )
+        if not inputs:
+            raise UnsupportedModelError(
+                "No data array with one row per individual was found on the leading axis."
+            )
+        for d in inputs:
+            if not np.issubdtype(d.value.dtype, np.number) and d.value.dtype != bool:
+                raise UnsupportedModelError(f"The data of {d.label} is not numeric.")
+            # Observed values must be finite; covariates may hold ±inf (a per-person censoring
+            # bound of pm.Censored, say) but not NaN. Say where, never what.
+            observed = reads_any(observed_exprs, [d.variable])
+            if not np.all(np.isfinite(d.value) if observed else ~np.isnan(d.value)):
+                raise ValueError(
+                    f"The data of {d.label} contains non-finite values "
+                    f"({'NaN or inf' if observed else 'NaN'}). Private steps need "
+                    f"{'finite data' if observed else 'data without NaN'}; remove or impute "
+                    "those rows before sampling."
+                )
+        return inputs
+
+    def _check_constant_expressions(self, n: int) -> None:
+        """Refuse computations across the rows of a NumPy array written inside the model.
+
+        PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
+        of n rows, a threshold on ``max(y)``) into new constants when it builds the
+        log-densities, so the row-locality proof only sees their results. They are found here,
+        on the model's own graphs of the parameters of every observed and free variable
+        (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
+        distributions), by the structural row-locality proof (:mod:`pymc_dp.row_locality`)
+        with every array that has n entries along some axis as per-datum input along it.
+        Reads shapes and structure only.
+        """
+        model = self.model
+
+        def inner_graph(op):  # a symbolic distribution: its graph is folded too
+            inner = getattr(op, "fgraph", None)
+            return [] if inner is None else [(list(inner.outputs), set(inner.inputs))]
+
+        graphs = []
+        for rv in model.observed_RVs + model.free_RVs:
+            graphs += [(list(rv.owner.inputs), set(model.free_RVs))] + inner_graph(rv.owner.op)
+        while graphs:
+            outputs, blockers = graphs.pop()
+            nodes = io_toposort(list(graph_inputs(outputs, blockers=blockers)), outputs)
+            for node in nodes:
+                graphs += inner_graph(node.op)
+            if cross_row_constant_expression(outputs, nodes, blockers, n):
+                raise UnsupportedModelError(
+                    "The model computes across the rows of a NumPy array with n entries "
+                    "(e.g. x - x.mean(), max(x), a sort or a cumulative sum). PyMC evaluates "
+                    "such expressions when it builds the model, before a private step can "
+                    "check them, and one person's value would then move every row's "
+                    "log-likelihood. Compute them from public values, or pass the array as "
+                    "pm.Data (the step then checks what the model does with it; declare it "
+                    "with pymc_dp.public_data(...) if it is a public table)."
+                )
+
+    def _check_array_constants(self, likelihood, n: int) -> None:
+        """Refuse NumPy arrays off the datum axis that the likelihood may spread across rows.
+
+        Like ``pm.Data`` that is not declared public, an array whose leading length is not
+        n may hold people's records: a per-person table read through a per-row index
+        (``x[g]``, m people in n rows) lets one person move many rows. Looked for in the
+        likelihood as compiled, in the observed variables' own graphs (before PyMC folds
+        NumPy-only expressions such as ``x[g]`` into a new constant of n rows), in their
+        log-densities as written (``pm.CustomDist(logp=...)``), and inside inner graphs.
+        Shapes, sizes and index arrays pass (:func:`may_hold_people`). Reads shapes,
+        types and structure only.
+        """
+        model = self.model
+        free = set(model.free_RVs)
+        graphs = [list(likelihood)]
+        for rv in model.observed_RVs:
+            graphs.append([rv])
+            try:  # the log-density as the distribution writes it, before any rewrite
+                with warnings.catch_warnings():  # (about clones of the free variables)
+                    warnings.simplefilter("ignore")
+                    raw = _logprob(rv.owner.op, [model.rvs_to_values[rv]], *rv.owner.inputs)
+            except NotImplementedError:
+                continue  # derived from an inner graph, which is entered
+            graphs.append([raw] if isinstance(raw, Variable) else list(raw))
+        sideways = spread = False
+        for graph in graphs:
+            for const, node, position in constant_uses(graph, blockers=free):
+                shape = np.shape(const.data)
+                if shape[0] == n:
+                    continue  # per-datum (an input of the compiled graph, or proven inside)
+                if n in shape[1:]:
+                    sideways = True
+                elif may_hold_people(const, node, position):
+                    spread = True
+        if sideways:
+            # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]
+            # say, has a shape that depends on the values.)
+            raise UnsupportedModelError(
+                "The likelihood reads NumPy arrays with one entry per individual on an axis "
+                "other than the first. If they hold people's values (transposed covariates), "
+                "put one row per person on the leading axis; if they are public constants, "
+                "wrap them in pm.Data and declare them with pymc_dp.public_data(...)."
+            )
+        if spread:
+            raise UnsupportedModelError(
+                "The likelihood reads a NumPy array that is not on the datum axis (its leading "
+                "length is not the number of rows): a table indexed by per-row integers "
+                "(x[g]), or values shared by every row. If it holds people's values (a "
+                "per-person table of covariates), one person would move many rows and the "
+                "privacy guarantee would not hold: give each row its own values (one row per "
+                "person on the leading axis). If it is a public constant (a design of the "
+                "analysis, a known covariance matrix), wrap it in pm.Data and "
+                "declare it with pymc_dp.public_data(...)."
+            )
+
+    def _check_priors_and_potentials(self):
+        """Refuse priors, potentials and initial values that hold data.
+
+        They enter a release without noise: the prior and potential terms are added to
+        every acceptance ratio as they are, and the initial point is where the chain starts
+        (and what it returns while no proposal is accepted). Besides observed values and
+        containers that are not declared public, a NumPy array with n entries along some
+        axis is data here (an errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``,
+        ``initval=x_obs``), unless it holds one number (:func:`one_number`).
+        """
+        model = self.model
+        n = self.n_data
+        # Containers declared public (pymc_dp.public_data) are constants here; observed
+        # values, and what they are computed from, never are.
+        data_vars = private_data_variables(model)
+        free = set(model.free_RVs)
+        for rv in model.free_RVs:
+            logp = model.logp(vars=[rv])
+            as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
+            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+            # Its draws too (a CustomDist's random= may read what its logp does not): the
+            # warm-up's start comes from prior draws (plausible_start).
+            if reads_any([rv], data_vars, blockers=list(free - {rv})):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+            if has_rows(as_written, n):
+                raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+        for pot in model.potentials:
+            graph = model.replace_rvs_by_values([pot])
+            if reads_any(graph, data_vars) or array_constants(graph, inner=True):
+                raise UnsupportedModelError(
+                    f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
+                    "variable or an array constant. Potentials are added without noise, so "
+                    "they must not hold data; express data terms as observed variables "
+                    "(scalar constants are fine)."
+                )
+        for rv, init in model.rvs_to_initial_values.items():
+            if isinstance(init, Variable):
+                holds_data = reads_any([init], data_vars) or has_rows(
+                    array_constants([init], inner=True), n
+                )
+            else:
+                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows([init], n)
+            if holds_data:
+                raise UnsupportedModelError(
+                    f"The initial value of {rv.name!r} is computed from data or is an array "
+                    "with one entry per individual; it would be released as the chain's "
+                    "first draws, without noise. Initial values must be public: use a "
+                    "constant (e.g. zeros) or leave it to PyMC."
+                )
+        if has_rows(list(self._initial_point.values()), n):
+            raise UnsupportedModelError(
+                "The initial point holds an array with one entry per individual (other than "
+                "a constant array). It is where the chain starts, and would be released "
+                "without noise: initial points must be public (e.g. zeros, or PyMC's "
+                "default)."
+            )
+
+    def _check_graph(
+        self, outputs, q, row_inputs, what: str, public=(), parameters=None
+    ) -> None:
+        """Refuse ``outputs`` unless proven row-local and its index arrays in range.
+
+        ``row_inputs`` are the per-datum inputs (their values: the data, in order); the
+        graph's other input is the raveled point θ, ``q``, and those of ``parameters`` (a
+        dict of public inputs, such as the warm-up's basis, to a public value each). The proof
+        (:mod:`pymc_dp.row_locality`) is the gate: every operation must match a rule that
+        shows output row j reads data row j only, or the model is refused, naming the
+        operation's type. Then every integer index array must lie in its table
+        (:mod:`pymc_dp.index_bounds`). Both read shapes and structure, and the smallest
+        and largest index entries, only to refuse; nothing of them is returned or printed.
+        """
+        try:
+            prove_rows_first(outputs, {p: 0 for p in row_inputs}, self.n_data, public)
+        except NotRowLocal as err:
+            raise UnsupportedModelError(_not_row_local(what, err)) from None
+        point = np.asarray(self.ravel(self._initial_point), dtype=self._q.dtype)
+        parameters = dict(parameters or {})
+        check_index_bounds(
+            outputs,
+            [q, *parameters, *row_inputs],
+            [point, *parameters.values(), *self._data_values],
+        )
