@@ -138,14 +138,14 @@ class SimulatorModel:
         for rv in model.free_RVs:
             if any(a in set(data_vars) for a in ancestors(rv.owner.inputs)):
                 raise UnsupportedModelError(
-                    f"The prior of {rv.name!r} reads observed values, pm.Data or a shared variable. ABCDP's prior "
-                    "draws are public and must not depend on data."
+                    f"The prior of {rv.name!r} reads observed values, pm.Data or a shared "
+                    "variable. ABCDP's prior draws are public and must not depend on data."
                 )
         if params and any(a in set(data_vars) for a in ancestors(params)):
             raise UnsupportedModelError(
                 f"The parameters of simulator {sim_rv.name!r} read observed values, pm.Data or a "
-                "shared variable. "
-                "ABCDP's simulations are public; pass public constants as NumPy arrays."
+                "shared variable. ABCDP's simulations are public; pass public constants as "
+                "NumPy arrays."
             )
 
         obs_var = model.rvs_to_values[sim_rv]
