@@ -6,7 +6,7 @@ safe to share. See ``README.md`` and ``docs/``.
 
 from pymc_dp import _moved, accounting, mechanisms
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
-from pymc_dp.sampling import PrivacyReport, privacy_report, release, sample
+from pymc_dp.results import PrivacyReport, privacy_report, release, sample
 from pymc_dp.abcdp.distances import MMD, ClippedDistance, RandomFeatureMMD
 from pymc_dp.kernels.svt import flip_probability
 from pymc_dp.mechanisms import GaussianMechanism, InfectionCurveMechanism, LaplaceMechanism

@@ -23,6 +23,8 @@ MOVED = {
     "pymc_dp.distances": "pymc_dp.abcdp.distances",
     "pymc_dp.simulator": "pymc_dp.abcdp.simulator",
     "pymc_dp.lipschitz": "pymc_dp.posterior_sampling.lipschitz",
+    "pymc_dp.sampling": "pymc_dp.results",
+    "pymc_dp.accounting.validation": "pymc_dp.validation",
 }
 
 

@@ -64,3 +64,11 @@ def test_the_reference_finder_sees_a_broken_section_name():
         "DP penalty", "DP HMC"
     ]
     assert "DP Penaltyy" not in _headings()
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p.suffix == ".md"],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_package_path_a_page_names_exists(path):
+    # (a page that still names a module the layout moved would send readers nowhere)
+    for name in re.findall(r"`(pymc_dp/[\w/.]+)`", path.read_text()):
+        assert (ROOT / name.rstrip("/")).exists(), name

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pymc_dp.accounting.validation import check_int, check_positive
+from pymc_dp.validation import check_int, check_positive
 
 __all__ = [
     "BoundDistance",

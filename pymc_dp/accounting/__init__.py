@@ -36,12 +36,12 @@ from pymc_dp.accounting.barker import (  # DP Barker (thesis Theorem 7)
     barker_epsilon,
     barker_max_iterations,
 )
-from pymc_dp.accounting.subsampling import (  # subsampled mechanisms (thesis Theorems 7, 8)
-    subsampled_noise_multiplier,
+from pymc_dp.accounting.rdp import (  # subsampled mechanisms (thesis Theorems 7, 8)
     thesis_subsampled_gaussian_rdp,
     wbk_subsampled_rdp,
 )
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_releases
+from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
+from pymc_dp.validation import check_delta, check_epsilon, check_releases
 
 __all__ = [
     "BarkerEvent",

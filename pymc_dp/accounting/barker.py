@@ -53,8 +53,8 @@ from pymc_dp.accounting.events import (
     Event,
     _check_batch,
 )
-from pymc_dp.accounting.subsampling import rdp_to_delta, rdp_to_epsilon, wbk_subsampled_rdp
-from pymc_dp.accounting.validation import check_delta, check_epsilon
+from pymc_dp.accounting.rdp import rdp_to_delta, rdp_to_epsilon, wbk_subsampled_rdp
+from pymc_dp.validation import check_delta, check_epsilon
 from pymc_dp.kernels.barker import BARKER_NOISE_VARIANCE  # re-exported; see events.py
 
 __all__ = [

@@ -71,7 +71,7 @@ from pymc_dp.accounting.events import (
     GaussianEvent,
     SubsampledGaussianEvent,
 )
-from pymc_dp.accounting.validation import check_delta
+from pymc_dp.validation import check_delta
 
 __all__ = [
     "UnsupportedEventError",

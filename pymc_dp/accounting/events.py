@@ -28,7 +28,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from pymc_dp.accounting.gaussian import gaussian_mu
-from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
+from pymc_dp.validation import check_fraction, check_int, check_positive
 
 # σ² belongs to the mechanism: the kernel adds the noise and ships a V_corr fitted for it,
 # so it owns the constant, and the accounting, which describes that mechanism, reads it

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import erfcx, log_ndtr, ndtr
 
 from pymc_dp.accounting.roots import safe_root
-from pymc_dp.accounting.validation import (
+from pymc_dp.validation import (
     check_delta,
     check_epsilon,
     check_int,

@@ -48,7 +48,7 @@ from pymc_dp.accounting.composition import (
 )
 from pymc_dp.accounting.dp_accounting_bridge import common_neighbouring
 from pymc_dp.accounting.events import Event, GaussianEvent, event_from_dict
-from pymc_dp.accounting.validation import check_delta
+from pymc_dp.validation import check_delta
 
 __all__ = ["PrivacyLedger"]
 

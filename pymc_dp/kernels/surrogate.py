@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from pymc_dp.kernels.warmup import hessian_curvature
+from pymc_dp.kernels.curvature import hessian_curvature
 
 __all__ = [
     "GaussianLikelihood", "gaussian_likelihood", "in_parameters", "independent_rows",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
+from pymc_dp.validation import check_epsilon, check_int, check_positive
 
 __all__ = [
     "SVTScan",

@@ -49,11 +49,17 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pymc_dp.kernels.curvature import (
+    hessian_columns,
+    hessian_curvature,
+    matrix_row_norms,
+    noisy_matrix_sum,
+)
+from pymc_dp.kernels.surrogate import independent_rows, surrogate_mode
+
 __all__ = [
     "DEFAULT_GRID",
     "LaplaceWarmup",
-    "hessian_columns",
-    "hessian_curvature",
     "whitened_grid",
     "whitened_norm_quantile",
     "within_prior",
@@ -64,7 +70,6 @@ __all__ = [
     "noisy_block_quantiles",
     "noisy_histogram",
     "noisy_clipped_sum",
-    "noisy_matrix_sum",
     "noisy_quantile",
     "noisy_scales",
     "row_norms",
@@ -258,126 +263,6 @@ def noisy_clipped_sum(
     """One release: ``Σ_j clip_C(g_j) + N(0, (2 C z)² I)`` (Δ₂ = 2C under replace-one)."""
     return _noisy_sum(rng, _clip_rows(grads, clip), clip, noise_multiplier)
 
-
-def hessian_columns(
-    grads_fn, q: np.ndarray, w: np.ndarray, *, step: float = 1e-3, directions=None
-):
-    """The per-datum Hessians in the coordinates whitened by ``w``, column by column.
-
-    Returns a function of k giving the n×d array whose row j is column k of
-    ``W ∇²ℓ_j(θ) Wᵀ``, by central differences of the per-datum gradients (``grads_fn``,
-    private rows) along the public direction ``Wᵀ e_k``, ``step`` whitened units (about
-    ``step`` posterior sds) either side. Each row depends on its own datum only, so a
-    clip of the row bounds the sensitivity whatever the differences' accuracy. The
-    columns are kept when they fit in memory (n·d² ≤ 2.5·10⁷), else recomputed on each
-    call. ``directions`` (row k: the move of θ per whitened unit along coordinate k)
-    defaults to W's rows, for gradients on θ itself.
-    """
-    q = np.asarray(q, dtype=float)
-    w = np.asarray(w, dtype=float)
-    directions = w if directions is None else np.asarray(directions, dtype=float)
-    d = w.shape[0]
-    kept = {}
-
-    def column(k: int) -> np.ndarray:
-        if k in kept:
-            return kept[k]
-        v = step * directions[k]  # (row k of W: column k of Wᵀ)
-        with np.errstate(over="ignore", invalid="ignore"):
-            plus = np.asarray(grads_fn(q + v), dtype=float)
-            minus = np.asarray(grads_fn(q - v), dtype=float)
-            block = ((plus - minus) / (2.0 * step)) @ w.T
-        if block.shape[0] * d * d <= 25_000_000:
-            kept[k] = block
-        return block
-
-    return column
-
-
-def _matrix_row_norms(column, d: int) -> np.ndarray:
-    """Frobenius norms of the per-datum matrices; ∞ for a row with a non-finite entry."""
-    total = None
-    for k in range(d):
-        block = column(k)
-        with np.errstate(over="ignore", invalid="ignore"):
-            part = np.sum(block**2, axis=1)
-        total = part if total is None else total + part
-    return np.where(np.isfinite(total), np.sqrt(total), np.inf)
-
-
-def noisy_matrix_sum(
-    rng: np.random.Generator, column, d: int, *, clip: float, noise_multiplier: float,
-    norms: np.ndarray | None = None,
-) -> tuple[np.ndarray, float]:
-    """One release: ``Σ_j clip_C(A_j) + N(0, (2 C z)²)`` on every one of the d² entries.
-
-    The per-datum d×d matrices A_j come column by column (``column(k)``: row j is
-    ``A_j[:, k]``, e.g. :func:`hessian_columns`); each is scaled to Frobenius norm ≤ C,
-    and a matrix with a non-finite entry counts as zero. Replace-one moves the sum by at
-    most 2C in Frobenius (ℓ2 over all entries) norm: Δ₂ = 2C. The noisy sum is then
-    symmetrised (post-processing). Returns it and the sd of one off-diagonal entry's noise
-    after symmetrising, ``2Cz/√2`` (public). ``norms`` (private, from
-    :func:`_matrix_row_norms`) saves a pass when the caller has them.
-    """
-    if norms is None:
-        norms = _matrix_row_norms(column, d)
-    finite = np.isfinite(norms)
-    scale = np.where(norms > clip, clip / np.where(finite & (norms > 0), norms, 1.0), 1.0)
-    scale = np.where(finite, scale, 0.0)
-    total = np.empty((d, d))
-    released_sq = np.zeros(len(scale))  # the clipped rows' own squared norms
-    for k in range(d):
-        block = np.where(finite[:, None], column(k), 0.0) * scale[:, None]
-        released_sq += np.sum(block**2, axis=1)
-        total[:, k] = block.sum(axis=0)
-    if not np.all(released_sq <= (clip * (1.0 + 1e-9)) ** 2):
-        # Fail closed: norms that do not belong to these columns would void Δ₂ = 2C.
-        raise ValueError("noisy_matrix_sum: a clipped matrix exceeds the clip bound; the "
-                         "norms given do not match the columns.")
-    total = total + noise_multiplier * 2.0 * clip * rng.standard_normal((d, d))
-    return 0.5 * (total + total.T), float(noise_multiplier * 2.0 * clip / np.sqrt(2.0))
-
-
-def hessian_curvature(
-    neg_hessian: np.ndarray, prior_precision: np.ndarray, noise_sd: float, *,
-    noise_floor: float = 1.0, floor: float = 1e-8, previous: np.ndarray | None = None,
-) -> np.ndarray:
-    """A positive-definite curvature from the released negative Hessian of the log-likelihood.
-
-    The public prior's negative Hessian is added. A direction of negative curvature (the
-    log posterior convex there: far from the mode of a scale parameter, or between two
-    modes) gets its absolute value, so a Newton step along it still goes uphill with a
-    sensible length; eigenvalues below ``noise_floor`` times the noise's own level (the
-    spectral norm of the added symmetric noise, about 2s√d for an entry sd s) or below
-    ``floor`` times the largest are raised to it. Post-processing only.
-
-    With ``previous`` (the metric the release was made in: the identity, or
-    ``diag(scale²)`` in the release coordinates of :func:`_group_scale`), for the metric
-    an iteration passes on: along an eigenvector the release did not measure (its
-    eigenvalue within :data:`RESOLVED_NOISE_LEVELS` noise levels) the curvature is at
-    most ``previous``'s along it. The release says only that the curvature there is below
-    the noise's level, so it may widen the metric, never narrow it. The noise's own
-    ``|λ|`` had narrowed directions the data barely curve: a scale parameter started far
-    above its mode (a county model's residual sd at PyMC's start, 800 posterior sds away)
-    got a metric a thousand times too narrow from the first, noisiest, curvature release,
-    and the releases after it, made in that metric, could no longer see its curvature.
-    """
-    h = np.asarray(neg_hessian, dtype=float) + np.asarray(prior_precision, dtype=float)
-    vals, vecs = np.linalg.eigh(0.5 * (h + h.T))
-    size = np.abs(vals)
-    top = float(size.max())
-    level = 2.0 * noise_sd * np.sqrt(len(vals))
-    out = np.maximum(size, max(floor * top, noise_floor * level, 1e-12 * max(top, 1.0)))
-    if previous is not None:
-        hidden = size <= RESOLVED_NOISE_LEVELS * level
-        before = np.einsum("ik,ij,jk->k", vecs, np.asarray(previous, dtype=float), vecs)
-        out[hidden] = np.minimum(out[hidden], before[hidden])
-    return (vecs * out) @ vecs.T
-
-
-#: How many times the noise's own spectral norm (2s√d) an eigenvalue of a released
-#: curvature must exceed for the release to have measured it (:func:`hessian_curvature`).
-RESOLVED_NOISE_LEVELS = 2.0
 
 
 def newton_step(
@@ -605,7 +490,7 @@ def laplace_warmup(
         clip = _at_most_grown(clip_margin * bound, clip, t)
         grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
         column = chart.hessian_columns(grads_fn, q, w, lift)
-        hess_norms = _matrix_row_norms(column, d)
+        hess_norms = matrix_row_norms(column, d)
         # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n. (Four
         # decades above it, for information sitting in a few rows, did worse: at ε = 1, 62 %
         # against 79 % of runs within 3 posterior sds over seven realistic models.)
@@ -879,7 +764,6 @@ class _Chart:
     """
 
     def __init__(self, params, q0: np.ndarray, square: bool = False, jac=None):
-        from pymc_dp.kernels.surrogate import independent_rows
 
         self.params, self.rows, self.size = None, None, q0.size
         #: per coordinate, 0 if every row reads it, t ≥ 1 for the t-th table the rows read
@@ -986,7 +870,6 @@ class _Chart:
 
     def step(self, q, g, h, w, prior_logp_fn, prior_grad_fn):
         """The next iterate (:func:`surrogate_mode`) and its move in whitened coordinates."""
-        from pymc_dp.kernels.surrogate import surrogate_mode
 
         target = surrogate_mode(q, self.params, self.rows, g, h, prior_logp_fn, prior_grad_fn)
         move = self.params(target)[self.rows] - self.params(q)[self.rows]

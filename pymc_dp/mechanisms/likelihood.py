@@ -18,7 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
+from pymc_dp.validation import check_epsilon, check_int, check_positive
 from pymc_dp.mechanisms.release import GAUSSIAN, INFECTION_CURVE, LAPLACE, Release
 
 __all__ = [

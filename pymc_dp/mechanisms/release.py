@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymc_dp.accounting.events import Event, GaussianEvent, LaplaceEvent, PureDPEvent
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int, check_positive
+from pymc_dp.validation import check_delta, check_epsilon, check_int, check_positive
 
 __all__ = [
     "LAPLACE",

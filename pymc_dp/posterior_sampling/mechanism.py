@@ -44,7 +44,7 @@ from pytensor.graph.fg import Output
 from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.ledger import PrivacyLedger
-from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
+from pymc_dp.validation import check_epsilon, check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.posterior_sampling.lipschitz import (
@@ -53,15 +53,13 @@ from pymc_dp.posterior_sampling.lipschitz import (
     lipschitz_bound,
 )
 from pymc_dp.model import PrivateModel
-from pymc_dp.sampling import (
-    REPORT_VERSION,
-    PrivacyReport,
-    _qualified_name,
-    _releasable_names,
+from pymc_dp.results.sharing import (
     check_own_mechanism,
-    n_individuals,
+    own_mechanism,
+    releasable_names,
     release,
 )
+from pymc_dp.results.report import PrivacyReport, build_report
 
 __all__ = ["NotConvergedError", "PosteriorSampling", "SAMPLE_KWARGS", "tempered_model"]
 
@@ -175,6 +173,7 @@ def tempered_model(model: Model, temperature: float) -> Model:
 
 
 # ---------------------------------------------------------------------- the mechanism
+@own_mechanism
 class PosteriorSampling(FixedSettings):
     r"""The posterior sampling mechanism: N draws of a tempered posterior, pure ε-DP.
 
@@ -484,7 +483,7 @@ class PosteriorSampling(FixedSettings):
         return result
 
     def _released_names(self) -> list[str]:
-        return _releasable_names(self.model)
+        return releasable_names(self.model)
 
     # ------------------------------------------------------------------ reports
     def _report(self, run_id, k, chains, tune, mcmc_draws, min_ess) -> PrivacyReport:
@@ -493,24 +492,23 @@ class PosteriorSampling(FixedSettings):
         for r in reservations:
             ledger.extend(_events(r))
         spent = ledger.epsilon(0.0)
-        details = {
-            "report_version": REPORT_VERSION,
-            "made_by": [_qualified_name(type(self))],
-            "n_data": n_individuals(self.model),
-            "mechanism": "posterior sampling (Dimitrakakis et al. 2017, Thm 8, Cor 10)",
-            "budget": {"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
-            "spent": {
+        return build_report(
+            spent, 0.0, "pymc_dp.PosteriorSampling (posterior sampling mechanism, pure ε-DP)",
+            made_by=[type(self)], model=self.model,
+            mechanism="posterior sampling (Dimitrakakis et al. 2017, Thm 8, Cor 10)",
+            budget={"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
+            spent={
                 "epsilon": spent,
                 "step_lifetime_epsilon": self.guard.spent().epsilon(0.0),
             },
-            "guarantee": GUARANTEE,
-            "not_covered": NOT_COVERED,
-            "neighbouring": _neighbouring_text(self.metric),
-            "lipschitz": self.lipschitz.to_dict(),
-            "temperature": self.temperature,
-            "epsilon_per_draw": self.epsilon_per_draw,
-            "draws_released": k,
-            "sampler": {
+            guarantee=GUARANTEE,
+            not_covered=NOT_COVERED,
+            neighbouring=_neighbouring_text(self.metric),
+            lipschitz=self.lipschitz.to_dict(),
+            temperature=self.temperature,
+            epsilon_per_draw=self.epsilon_per_draw,
+            draws_released=k,
+            sampler={
                 "name": "NUTS (PyMC) on prior(θ)·p(X|θ)^T",
                 "chains": chains,
                 "tune": tune,
@@ -518,7 +516,7 @@ class PosteriorSampling(FixedSettings):
                 "thinning": f"{k} draws evenly spaced over the {chains * mcmc_draws} pooled "
                 "post-tuning draws (chain-major order)",
             },
-            "convergence": {
+            convergence={
                 "check": "rank-normalised split R-hat and bulk/tail ESS of every free variable, "
                 "computed from the draws of the tempered chains only (not from the data, "
                 "log densities or sampler statistics)",
@@ -528,30 +526,22 @@ class PosteriorSampling(FixedSettings):
                 "values": "not released: they are functions of every draw of the tempered "
                 "chain, not only of the released ones",
             },
-            "ledger": ledger.summary(),
-            "note": "ε is reserved before the data is read; a second release from this object "
+            ledger=ledger.summary(),
+            note="ε is reserved before the data is read; a second release from this object "
             "is refused.",
-        }
-        return PrivacyReport(
-            spent, 0.0, "pymc_dp.PosteriorSampling (posterior sampling mechanism, pure ε-DP)",
-            details,
         )
 
     def lifetime_privacy_report(self) -> PrivacyReport:
         """Everything this object has spent, over all processes (its ledger file)."""
         ledger = self.guard.spent()
-        return PrivacyReport(
-            ledger.epsilon(0.0),
-            0.0,
-            "PosteriorSampling lifetime ledger",
-            {
-                "budget": {"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
-                "temperature": self.temperature,
-                "lipschitz": self.lipschitz.to_dict(),
-                "guarantee": GUARANTEE,
-                "not_covered": NOT_COVERED,
-                "ledger": ledger.summary(),
-            },
+        return build_report(
+            ledger.epsilon(0.0), 0.0, "PosteriorSampling lifetime ledger",
+            budget={"epsilon": self.epsilon, "delta": 0.0, "draws": self.draws},
+            temperature=self.temperature,
+            lipschitz=self.lipschitz.to_dict(),
+            guarantee=GUARANTEE,
+            not_covered=NOT_COVERED,
+            ledger=ledger.summary(),
         )
 
     def __repr__(self) -> str:

@@ -20,12 +20,18 @@ from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 
 from pymc_dp.accounting.events import PureDPEvent
-from pymc_dp.accounting.validation import check_epsilon, check_int, check_positive
+from pymc_dp.validation import check_epsilon, check_int, check_positive
 from pymc_dp.abcdp.distances import BoundDistance, Distance, RandomFeatureMMD
 from pymc_dp.kernels.svt import draw_noisy_threshold, laplace_scale, svt_scan
 from pymc_dp.model.graphs import withholding_details
 from pymc_dp.abcdp.simulator import SimulatorModel, simulate_summaries, try_simulate
-from pymc_dp.steps.base import PrivateStep, shared_arguments, shared_parameter_docs
+from pymc_dp.steps.base import (
+    PrivateStep,
+    TraceCost,
+    last_draw,
+    shared_arguments,
+    shared_parameter_docs,
+)
 
 __all__ = ["ABCDP", "accepted_samples"]
 
@@ -186,6 +192,18 @@ class ABCDP(PrivateStep):
         "prior_draws_chain": (np.int64, []),
         "dp_epsilon_chain": (np.float64, []),
     }
+
+    @classmethod
+    def cost_from_stats(cls, stats) -> TraceCost | None:
+        """Each chain's pure ε from ``dp_epsilon_chain`` at its last draw."""
+        if "dp_epsilon_chain" not in stats.data_vars:
+            return None
+        eps = [float(e) for e in last_draw(stats, "dp_epsilon_chain")]
+        return TraceCost(
+            [[PureDPEvent(name=f"chain {i}", epsilon=e)] if e > 0 else []
+             for i, e in enumerate(eps)],
+            {"epsilon": eps}, {},
+        )
 
     def __init__(
         self,

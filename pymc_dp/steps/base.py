@@ -63,10 +63,10 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, CompoundStep
 from pymc.util import get_state_from_generator
 
-from pymc_dp.accounting.events import Event
+from pymc_dp.accounting.events import Event, GaussianEvent
 from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.guard import BudgetGuard
-from pymc_dp.accounting.validation import check_delta, check_epsilon, check_int
+from pymc_dp.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
@@ -75,6 +75,7 @@ __all__ = [
     "PrivateStep",
     "RunPlan",
     "SHARED_ARGUMENTS",
+    "TraceCost",
     "check_runs_alone",
     "flatten_steps",
     "pymc_default_chains",
@@ -185,6 +186,45 @@ def check_runs_alone(steps: list) -> None:
 def pymc_default_chains() -> int:
     """The number of chains ``pm.sample`` runs when given neither ``chains`` nor ``cores``."""
     return max(2, min(4, _cpu_count()))
+
+
+@dataclass(frozen=True)
+class TraceCost:
+    """What a trace's own privacy stats say its chains released (all public numbers).
+
+    Each step reads the stats it declares (:meth:`PrivateStep.cost_from_stats`): the
+    schema has one owner, and :func:`pymc_dp.privacy_report` composes the events.
+
+    Attributes
+    ----------
+    chains : list of list of Event
+        The events of each chain, tuning included.
+    per_chain : dict
+        What each chain's stats say, by name (``{"mu": [...]}``), shown in reports.
+    details : dict
+        Anything else the report must say (e.g. that the target is tempered).
+    """
+
+    chains: list
+    per_chain: dict
+    details: dict
+
+
+def shared_warmup_events(stats) -> list[Event]:
+    """The warm-up a trace's chains share, from its ``dp_mu_shared_warmup`` stat: one warm-up
+    for the run, so the largest value, counted once, as one Gaussian event of that μ (exact
+    in every accountant: Gaussian curves add like μ). Empty if none."""
+    if stats is None or "dp_mu_shared_warmup" not in stats.data_vars:
+        return []
+    mu = float(np.max(stats["dp_mu_shared_warmup"].values))
+    if mu <= 0:
+        return []
+    return [GaussianEvent(name="warm-up for all chains", noise_multiplier=(2.0 * mu) ** -0.5)]
+
+
+def last_draw(stats, name: str) -> np.ndarray:
+    """A per-draw stat's value at the last draw of every chain (its running total)."""
+    return np.ravel(stats[name].isel(draw=-1).values)
 
 
 @dataclass
@@ -579,6 +619,12 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         return Competence.INCOMPATIBLE
 
     # ------------------------------------------------------------------ subclass hooks
+    @classmethod
+    def cost_from_stats(cls, stats) -> TraceCost | None:
+        """The chains' events from the sample stats this step declares; ``None`` if they are
+        not there. Each step family reads its own privacy stats (its schema's one owner)."""
+        return None
+
     def _mu_shared_warmup(self) -> float:
         """μ of the warm-up the run's chains share (none by default), for the trace's stats."""
         return 0.0

@@ -15,7 +15,7 @@ from pymc_dp.accounting.barker import (
     barker_max_iterations,
 )
 from pymc_dp.accounting.ledger import PrivacyLedger
-from pymc_dp.accounting.validation import check_int, check_positive
+from pymc_dp.validation import check_int, check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.barker import barker_transition, load_vcorr
 from pymc_dp.steps.base import shared_arguments, shared_parameter_docs

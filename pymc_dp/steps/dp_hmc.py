@@ -13,7 +13,7 @@ from pymc.step_methods.step_sizes import DualAverageAdaptation, StepSizeState
 
 from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
-from pymc_dp.accounting.validation import check_fraction, check_int, check_positive
+from pymc_dp.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
 from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep

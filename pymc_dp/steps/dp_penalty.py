@@ -8,7 +8,7 @@ import numpy as np
 
 from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
-from pymc_dp.accounting.validation import check_positive
+from pymc_dp.validation import check_positive
 from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
 from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep

@@ -13,7 +13,8 @@ import numpy as np
 
 from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.errors import PrivacyBudgetExceeded
-from pymc_dp.steps.base import PrivateStep
+from pymc_dp.accounting.events import GaussianEvent
+from pymc_dp.steps.base import PrivateStep, TraceCost, last_draw
 
 __all__ = ["GaussianPrivateStep", "GAUSSIAN_PRIVACY_STATS"]
 
@@ -30,6 +31,23 @@ GAUSSIAN_PRIVACY_STATS = {
 
 class GaussianPrivateStep(PrivateStep):
     """A :class:`PrivateStep` whose iterations each cost a fixed μ (Gaussian releases)."""
+
+    @classmethod
+    def cost_from_stats(cls, stats) -> TraceCost | None:
+        """Each chain's μ, tuning included, from ``dp_mu_chain`` at its last draw: one
+        Gaussian event of that μ per chain (exact: μ adds up)."""
+        if "dp_mu_chain" not in stats.data_vars:
+            return None
+        mu = [float(m) for m in last_draw(stats, "dp_mu_chain")]
+        return TraceCost(
+            chains=[
+                [GaussianEvent(name=f"chain {i}", noise_multiplier=(2.0 * m) ** -0.5)]
+                if m > 0 else []
+                for i, m in enumerate(mu)
+            ],
+            per_chain={"mu": mu},
+            details={},
+        )
 
     def _mu_per_iteration(self) -> float:
         """μ = Σ 1/(2 z²) over the releases of one iteration, at the current noise."""

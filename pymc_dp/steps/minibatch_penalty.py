@@ -15,7 +15,7 @@ from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
 from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels.minibatch_penalty import minibatch_penalty_transition
-from pymc_dp.accounting.validation import check_positive
+from pymc_dp.validation import check_positive
 from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
 from pymc_dp.steps.subsampled import SUBSAMPLED_PRIVACY_STATS, SubsampledPrivateStep
 from pymc_dp.steps.warmup import PrivateWarmup

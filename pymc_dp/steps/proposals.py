@@ -20,7 +20,7 @@ from pymc.step_methods.metropolis import tune as metropolis_tune
 from pymc.step_methods.state import dataclass_state
 
 from pymc_dp.kernels.penalty import PROPOSALS, Proposal, guided_directions_after, propose
-from pymc_dp.accounting.validation import check_int, check_positive
+from pymc_dp.validation import check_int, check_positive
 
 __all__ = ["TunedProposal", "TunedProposalState"]
 

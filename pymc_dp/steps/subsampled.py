@@ -11,7 +11,7 @@ The releases are subsampled: their cost is not a sum of μ, so these steps subcl
 count so far (tuning included), the batch size, n and δ, plus what defines the mechanism
 (the noise multiplier, or DP Barker's noise variance), so that
 :func:`pymc_dp.privacy_report` recomputes the cost from a plain ``pm.sample`` trace
-(:func:`events_from_stats`).
+(:meth:`SubsampledPrivateStep.cost_from_stats`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,14 @@ import numpy as np
 
 from pymc_dp.accounting.barker import BarkerEvent
 from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEvent
-from pymc_dp.accounting.validation import check_fraction, check_int
+from pymc_dp.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
-from pymc_dp.steps.base import PrivateStep, shared_arguments
+from pymc_dp.steps.base import PrivateStep, TraceCost, shared_arguments
 from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = [
     "SUBSAMPLED_PRIVACY_STATS",
     "SubsampledPrivateStep",
-    "events_from_stats",
-    "shared_warmup_mu_from_stats",
 ]
 
 #: Per-draw privacy stats of the minibatch steps (all public). ``dp_releases_chain`` counts
@@ -58,6 +56,19 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """
 
     privacy_settings = ("batch_size", "tempering", "sampling_rate")
+
+    @classmethod
+    def cost_from_stats(cls, stats) -> TraceCost | None:
+        """Each chain's releases from the last draw's ``dp_releases_chain`` (tuning
+        included), batch size, n and noise: subsampled events, composed by the ledger."""
+        chains = _chain_events_from_stats(stats)
+        if chains is None:
+            return None
+        releases = [sum(e.count for e in events if e.name != "warm-up") for events in chains]
+        tempering = (
+            float(np.min(stats["dp_tempering"].values)) if "dp_tempering" in stats else 1.0
+        )
+        return TraceCost(chains, {"releases": releases}, {"tempering": tempering})
 
     def __init__(
         self,
@@ -152,7 +163,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         }
 
 
-def events_from_stats(stats) -> list[list[Event]] | None:
+def _chain_events_from_stats(stats) -> list[list[Event]] | None:
     """The events of each chain of a trace made by a minibatch step, from its sample stats.
 
     Reads the last draw of every chain: ``dp_releases_chain`` (tuning included),
@@ -197,11 +208,3 @@ def events_from_stats(stats) -> list[list[Event]] | None:
             )
         chains.append(events)
     return chains
-
-
-def shared_warmup_mu_from_stats(stats) -> float:
-    """μ of the warm-up a trace's chains share, from its ``dp_mu_shared_warmup`` stat (0 if
-    none): one warm-up for the run, so the largest value, counted once."""
-    if stats is None or "dp_mu_shared_warmup" not in stats.data_vars:
-        return 0.0
-    return float(np.max(stats["dp_mu_shared_warmup"].values))

@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
-from pymc_dp.accounting.validation import check_positive
+from pymc_dp.validation import check_positive
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.kernels.warmup import (
     LaplaceWarmup,

@@ -40,7 +40,7 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from pymc_dp.accounting.validation import check_positive
+from pymc_dp.validation import check_positive
 
 __all__ = ["PosteriorDistance", "median_heuristic_bandwidth", "mmd", "posterior_distance"]
 

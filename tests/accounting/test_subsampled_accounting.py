@@ -24,13 +24,8 @@ from pymc_dp.accounting.barker import (
     barker_orders,
     barker_rdp,
 )
-from pymc_dp.accounting.subsampling import (
-    CALIBRATION_ORDERS,
-    rdp_to_epsilon,
-    subsampled_noise_multiplier,
-    thesis_subsampled_gaussian_rdp,
-    wbk_subsampled_rdp,
-)
+from pymc_dp.accounting.rdp import rdp_to_epsilon, thesis_subsampled_gaussian_rdp, wbk_subsampled_rdp
+from pymc_dp.accounting.subsampling import CALIBRATION_ORDERS, subsampled_noise_multiplier
 
 
 # ---------------------------------------------------------------------- independent formulas

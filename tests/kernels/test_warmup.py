@@ -4,15 +4,13 @@ import numpy as np
 import pytest
 
 from pymc_dp.testing.auditing import epsilon_lower_bound
+from pymc_dp.kernels.curvature import hessian_columns, hessian_curvature, noisy_matrix_sum
 from pymc_dp.kernels.warmup import (
     DEFAULT_GRID,
     SCALE_NOISE_ALLOWANCE,
-    hessian_columns,
-    hessian_curvature,
     laplace_warmup,
     noisy_clipped_sum,
     noisy_histogram,
-    noisy_matrix_sum,
     noisy_quantile,
     within_prior,
 )

@@ -3,7 +3,7 @@
 Issue 12, item 9: ε = 1e-300 or a noise multiplier of 1e-200 ended in ZeroDivisionError or
 OverflowError inside the calibration, and ``chains=True`` was taken as one chain. Every
 step checks its public arguments with the shared validators of
-:mod:`pymc_dp.accounting.validation` ("a positive finite number", "a positive int, not a
+:mod:`pymc_dp.validation` ("a positive finite number", "a positive int, not a
 bool") before it touches the model; what needs the model (the default δ = 0.1/n) is
 checked at construction, before any chain or reservation.
 """

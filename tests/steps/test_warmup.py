@@ -573,7 +573,7 @@ def test_settings_only_mcmc_uses_make_auto_run_mcmc(make_conjugate):
 def _failed_after_its_shared_warmup(monkeypatch, step_class):
     """A step (ε = 1, two chains, Laplace) whose pymc_dp.sample failed in pm.sample, after
     its shared warm-up was reserved and run."""
-    import pymc_dp.sampling as sampling
+    import pymc_dp.results.sampling as sampling
 
     real = sampling.pm.sample
     step = step_class(eps=1.0, chains=2, method="laplace")
@@ -715,7 +715,7 @@ def test_a_retry_keeps_the_route_its_paid_warmup_was_chosen_for(monkeypatch, mak
     # "auto" chose the Laplace route (and paid the whole budget for its warm-up) before the
     # run failed; a retry of another length must not switch to MCMC, which that budget no
     # longer pays for.
-    import pymc_dp.sampling as sampling
+    import pymc_dp.results.sampling as sampling
 
     model, *_ = make_conjugate(n=2000)
     real = sampling.pm.sample

@@ -9,7 +9,7 @@ import xarray as xr
 import pymc_dp
 
 from pymc_dp.accounting import GaussianEvent, PrivacyLedger, gaussian_epsilon
-from pymc_dp.sampling import NotReleasableWarning, declared_stats
+from pymc_dp.results import NotReleasableWarning, declared_stats
 
 SAMPLE = dict(progressbar=False, cores=1, compute_convergence_checks=False)
 
@@ -425,7 +425,7 @@ def test_a_tempered_target_is_labelled_where_users_look():
         step = pymc_dp.MinibatchDPPenalty(
             eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1
         )
-        with pytest.warns(pymc_dp.sampling.TemperedTargetWarning, match="T = 0.25"):
+        with pytest.warns(pymc_dp.results.TemperedTargetWarning, match="T = 0.25"):
             idata = pymc_dp.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
                                    progressbar=False)
     assert "T = 0.25" in idata.attrs["dp_tempered"]
@@ -446,7 +446,7 @@ def test_the_posterior_is_not_labelled_tempered():
     with model:
         step = pymc_dp.MinibatchDPPenalty(eps=4.0, clip_bound=2.0, batch_size=100, chains=1)
         with warnings.catch_warnings():
-            warnings.simplefilter("error", pymc_dp.sampling.TemperedTargetWarning)
+            warnings.simplefilter("error", pymc_dp.results.TemperedTargetWarning)
             idata = pymc_dp.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
                                    progressbar=False)
     assert "dp_tempered" not in idata.attrs
@@ -460,7 +460,7 @@ def test_a_chain_that_never_moved_gets_a_warning_that_says_what_to_change():
     model = _normal_mean_model()
     with model:
         step = pymc_dp.DPPenalty(eps=0.05, clip_bound=5.0, chains=2, warmup=False, scaling=1.0)
-        with pytest.warns(pymc_dp.sampling.StuckChainWarning, match=r"Chain\(s\) \[0, 1\]"):
+        with pytest.warns(pymc_dp.results.StuckChainWarning, match=r"Chain\(s\) \[0, 1\]"):
             idata = pymc_dp.sample(step=step, draws=200, tune=100, chains=2, random_seed=1,
                                    progressbar=False, cores=1)
     assert float(idata.sample_stats["accepted"].sum()) == 0.0
@@ -468,13 +468,13 @@ def test_a_chain_that_never_moved_gets_a_warning_that_says_what_to_change():
     with model:
         step = pymc_dp.DPPenalty(eps=20.0, clip_bound=5.0, chains=1, scaling=0.05)
         with warnings.catch_warnings():
-            warnings.simplefilter("error", pymc_dp.sampling.StuckChainWarning)
+            warnings.simplefilter("error", pymc_dp.results.StuckChainWarning)
             pymc_dp.sample(step=step, draws=100, tune=100, chains=1, random_seed=1,
                            progressbar=False)
 
 
 def test_the_report_shows_one_line_per_kind_of_release_and_keeps_every_event():
-    from pymc_dp.sampling import _grouped_events
+    from pymc_dp.results.report import _grouped_events
 
     rows = [
         {"kind": "gaussian", "name": "a", "count": 1, "noise_multiplier": 2.0, "mu": 0.125},
