@@ -111,142 +111,38 @@ class ModelChecks:
             )
 
     def _find_datum_inputs(self) -> list[DatumInput]:
+        """The per-datum arrays (leading axis = individual) the likelihood reads, checked.
+
+        Observed values, private containers and NumPy arrays in the likelihood with n rows;
+        everything else the likelihood reads must be public. Reads shapes and structure,
+        and the values only to refuse non-finite data (saying where, never what).
+        """
         model = self.model
-        if not model.observed_RVs:
-            raise UnsupportedModelError(
-                "The model has no observed variables: there is no data to protect and nothing "
-                "for a private step to do. Use pm.sample for prior-only models."
-            )
-        observed_names = {rv.name for rv in model.observed_RVs}
-        imputed = [
-            rv.name.removesuffix("_unobserved")
-            for rv in model.free_RVs
-            if rv.name.endswith("_unobserved")
-            and rv.name.removesuffix("_unobserved") + "_observed" in observed_names
-        ]
-        if imputed:
-            # PyMC turns NaN in observed data into free variables to impute; their number and
-            # places are private. Say where, never what.
-            raise ValueError(
-                f"The observed data of {imputed} contains non-finite values (NaN), which PyMC "
-                "would impute as free variables. Private steps need finite data; remove or "
-                "impute those rows before sampling."
-            )
-        inputs: list[DatumInput] = []
+        _check_observations(model)
         containers = data_containers(model)
-        for rv in model.observed_RVs:
-            value_var = model.rvs_to_values[rv]
-            value = numeric_value(value_var)
-            if value.ndim == 0:
-                raise UnsupportedModelError(
-                    f"Observed variable {rv.name!r} is a scalar. A private step needs one row "
-                    "per individual along the leading axis of every observed variable."
-                )
-            if not isinstance(value_var, Constant | SharedVariable):
-                if not reads_any([value_var], containers):
-                    raise UnsupportedModelError(
-                        f"The observed value of {rv.name!r} is an expression of constants; "
-                        "pass the data as a NumPy array or pm.Data."
-                    )
-                _check_observed_expression(rv.name, value_var, containers)
-            if value.shape[0] == 0:
-                raise UnsupportedModelError(
-                    f"Observed variable {rv.name!r} has no rows. A private step needs at least "
-                    "one individual: pass data with one row per individual."
-                )
-            inputs.append(DatumInput(value_var, value, f"observed variable {rv.name!r}"))
-        lengths = {d.label: d.value.shape[0] for d in inputs}
-        if len(set(lengths.values())) > 1:
-            # (Lengths only of arrays passed in. An observed value computed from pm.Data is
-            # proven row-local above, so its length is that of an array passed in, but it
-            # is left out all the same.)
-            given = {
-                label: length
-                for (label, length), d in zip(lengths.items(), inputs)
-                if isinstance(d.variable, Constant | SharedVariable)
-            }
-            raise UnsupportedModelError(
-                "Observed variables must share the leading (individual) axis; their leading "
-                f"lengths differ (of the arrays passed in: {given})."
-            )
-        n = inputs[0].value.shape[0]
+        inputs = [_observed_input(model, rv, containers) for rv in model.observed_RVs]
+        n = _shared_length(inputs)
         # An observed value computed from pm.Data (``observed=f(x)``) is not an input: the
         # pm.Data it reads is, so that the row-locality probe sees what f does across rows.
         observed_exprs = [d.variable for d in inputs]
         inputs = [d for d in inputs if isinstance(d.variable, Constant | SharedVariable)]
-        observed_vars = {d.variable for d in inputs}
         private = set(private_data_variables(model))
-        for data_var in containers:
-            if data_var in observed_vars:
-                continue
-            if data_var not in private:
-                continue  # declared public: a constant, even if its length happens to be n
-            value = numeric_value(data_var)
-            if value.ndim >= 1 and value.shape[0] == n:
-                inputs.append(DatumInput(data_var, value, container_label(data_var)))
-        datum_vars = {d.variable for d in inputs}
+        inputs += _containers_on_datum_axis(containers, inputs, private, n)
         self._check_constant_expressions(n)
         # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
         # new constants on every call, and the constants found here must be the compiled ones.
         likelihood = model.logp(vars=model.observed_RVs, sum=False)
         self._likelihood_terms = likelihood
-        # A NumPy array with n rows written into the likelihood holds per-individual values
-        # (covariates): it is data like pm.Data, whose rows the row-locality proof follows.
-        for k, const in enumerate(array_constants(likelihood)):
-            if const not in datum_vars and np.shape(const.data)[0] == n:
-                value = np.asarray(const.data)
-                where = ", ".join(
-                    repr(rv.name)
-                    for term, rv in zip(likelihood, model.observed_RVs)
-                    if reads_any([term], [const])
-                )
-                label = (
-                    f"a NumPy array with one row per individual (#{k}, in the "
-                    f"log-likelihood of {where})"
-                )
-                inputs.append(DatumInput(const, value, label))
-                datum_vars.add(const)
+        inputs += _array_constants_on_datum_axis(model, likelihood, inputs, n)
         self._check_array_constants(likelihood, n)
-        for term, rv in zip(likelihood, model.observed_RVs):
-            if term.ndim == 0:
-                raise UnsupportedModelError(
-                    f"The log-density of observed variable {rv.name!r} has no datum axis (a "
-                    "multivariate distribution over the whole leading axis?). A private step "
-                    "needs one log-density value per individual along the leading axis."
-                )
-        hidden = [
-            container_label(d)
-            for d in containers
-            if d not in datum_vars
-            and d in private  # (public ones too, if observed values are computed from them)
-            and reads_any(likelihood, [d])
-        ]
-        if hidden:
-            raise UnsupportedModelError(
-                f"The likelihood reads {hidden}, which is not on the datum axis (its "
-                "leading length is not the number of rows). If it holds people's records (a "
-                "per-person table indexed by observations), one person would move several rows "
-                "and the privacy guarantee would not hold: put one row per person on the "
-                "leading axis. If it is a public constant, declare it with "
-                "pymc_dp.public_data(...)."
-            )
+        _check_terms_have_datum_axis(model, likelihood)
+        _check_nothing_hidden(containers, inputs, private, likelihood)
         if not inputs:
             raise UnsupportedModelError(
                 "No data array with one row per individual was found on the leading axis."
             )
         for d in inputs:
-            if not np.issubdtype(d.value.dtype, np.number) and d.value.dtype != bool:
-                raise UnsupportedModelError(f"The data of {d.label} is not numeric.")
-            # Observed values must be finite; covariates may hold ±inf (a per-person censoring
-            # bound of pm.Censored, say) but not NaN. Say where, never what.
-            observed = reads_any(observed_exprs, [d.variable])
-            if not np.all(np.isfinite(d.value) if observed else ~np.isnan(d.value)):
-                raise ValueError(
-                    f"The data of {d.label} contains non-finite values "
-                    f"({'NaN or inf' if observed else 'NaN'}). Private steps need "
-                    f"{'finite data' if observed else 'data without NaN'}; remove or impute "
-                    "those rows before sampling."
-                )
+            _check_values(d, observed_exprs)
         return inputs
 
     def _check_constant_expressions(self, n: int) -> None:
@@ -423,4 +319,155 @@ class ModelChecks:
             outputs,
             [q, *parameters, *row_inputs],
             [point, *parameters.values(), *self._data_values],
+        )
+
+
+def _check_observations(model) -> None:
+    """Refuse a model without observed variables, or one PyMC would impute data for."""
+    if not model.observed_RVs:
+        raise UnsupportedModelError(
+            "The model has no observed variables: there is no data to protect and nothing "
+            "for a private step to do. Use pm.sample for prior-only models."
+        )
+    observed_names = {rv.name for rv in model.observed_RVs}
+    imputed = [
+        rv.name.removesuffix("_unobserved")
+        for rv in model.free_RVs
+        if rv.name.endswith("_unobserved")
+        and rv.name.removesuffix("_unobserved") + "_observed" in observed_names
+    ]
+    if imputed:
+        # PyMC turns NaN in observed data into free variables to impute; their number and
+        # places are private. Say where, never what.
+        raise ValueError(
+            f"The observed data of {imputed} contains non-finite values (NaN), which PyMC "
+            "would impute as free variables. Private steps need finite data; remove or "
+            "impute those rows before sampling."
+        )
+
+
+def _observed_input(model, rv, containers) -> DatumInput:
+    """The observed value of ``rv`` as a per-datum input, refused unless it has rows and is
+    an array passed in or computed row by row from data containers."""
+    value_var = model.rvs_to_values[rv]
+    value = numeric_value(value_var)
+    if value.ndim == 0:
+        raise UnsupportedModelError(
+            f"Observed variable {rv.name!r} is a scalar. A private step needs one row "
+            "per individual along the leading axis of every observed variable."
+        )
+    if not isinstance(value_var, Constant | SharedVariable):
+        if not reads_any([value_var], containers):
+            raise UnsupportedModelError(
+                f"The observed value of {rv.name!r} is an expression of constants; "
+                "pass the data as a NumPy array or pm.Data."
+            )
+        _check_observed_expression(rv.name, value_var, containers)
+    if value.shape[0] == 0:
+        raise UnsupportedModelError(
+            f"Observed variable {rv.name!r} has no rows. A private step needs at least "
+            "one individual: pass data with one row per individual."
+        )
+    return DatumInput(value_var, value, f"observed variable {rv.name!r}")
+
+
+def _shared_length(inputs: list[DatumInput]) -> int:
+    """n, the leading length all observed values share; refused if they differ."""
+    lengths = {d.label: d.value.shape[0] for d in inputs}
+    if len(set(lengths.values())) > 1:
+        # (Lengths only of arrays passed in. An observed value computed from pm.Data is
+        # proven row-local above, so its length is that of an array passed in, but it
+        # is left out all the same.)
+        given = {
+            label: length
+            for (label, length), d in zip(lengths.items(), inputs)
+            if isinstance(d.variable, Constant | SharedVariable)
+        }
+        raise UnsupportedModelError(
+            "Observed variables must share the leading (individual) axis; their leading "
+            f"lengths differ (of the arrays passed in: {given})."
+        )
+    return inputs[0].value.shape[0]
+
+
+def _containers_on_datum_axis(containers, inputs, private, n: int) -> list[DatumInput]:
+    """Private containers of leading length n besides the observed ones: per-person rows."""
+    observed_vars = {d.variable for d in inputs}
+    found = []
+    for data_var in containers:
+        if data_var in observed_vars:
+            continue
+        if data_var not in private:
+            continue  # declared public: a constant, even if its length happens to be n
+        value = numeric_value(data_var)
+        if value.ndim >= 1 and value.shape[0] == n:
+            found.append(DatumInput(data_var, value, container_label(data_var)))
+    return found
+
+
+def _array_constants_on_datum_axis(model, likelihood, inputs, n: int) -> list[DatumInput]:
+    """NumPy arrays with n rows written into the likelihood: per-individual values
+    (covariates), data like pm.Data, whose rows the row-locality proof follows."""
+    datum_vars = {d.variable for d in inputs}
+    found = []
+    for k, const in enumerate(array_constants(likelihood)):
+        if const not in datum_vars and np.shape(const.data)[0] == n:
+            value = np.asarray(const.data)
+            where = ", ".join(
+                repr(rv.name)
+                for term, rv in zip(likelihood, model.observed_RVs)
+                if reads_any([term], [const])
+            )
+            label = (
+                f"a NumPy array with one row per individual (#{k}, in the "
+                f"log-likelihood of {where})"
+            )
+            found.append(DatumInput(const, value, label))
+            datum_vars.add(const)
+    return found
+
+
+def _check_terms_have_datum_axis(model, likelihood) -> None:
+    for term, rv in zip(likelihood, model.observed_RVs):
+        if term.ndim == 0:
+            raise UnsupportedModelError(
+                f"The log-density of observed variable {rv.name!r} has no datum axis (a "
+                "multivariate distribution over the whole leading axis?). A private step "
+                "needs one log-density value per individual along the leading axis."
+            )
+
+
+def _check_nothing_hidden(containers, inputs, private, likelihood) -> None:
+    """Refuse a private container the likelihood reads that is not on the datum axis."""
+    datum_vars = {d.variable for d in inputs}
+    hidden = [
+        container_label(d)
+        for d in containers
+        if d not in datum_vars
+        and d in private  # (public ones too, if observed values are computed from them)
+        and reads_any(likelihood, [d])
+    ]
+    if hidden:
+        raise UnsupportedModelError(
+            f"The likelihood reads {hidden}, which is not on the datum axis (its "
+            "leading length is not the number of rows). If it holds people's records (a "
+            "per-person table indexed by observations), one person would move several rows "
+            "and the privacy guarantee would not hold: put one row per person on the "
+            "leading axis. If it is a public constant, declare it with "
+            "pymc_dp.public_data(...)."
+        )
+
+
+def _check_values(d: DatumInput, observed_exprs) -> None:
+    """Numeric data; observed values finite, covariates without NaN (a per-person censoring
+    bound of pm.Censored may be ±inf). Says where, never what."""
+    if not np.issubdtype(d.value.dtype, np.number) and d.value.dtype != bool:
+        raise UnsupportedModelError(f"The data of {d.label} is not numeric.")
+    observed = reads_any(observed_exprs, [d.variable])
+    if not np.all(np.isfinite(d.value) if observed else ~np.isnan(d.value)):
+        raise ValueError(
+            f"The data of {d.label} contains non-finite values "
+            f"({'NaN or inf' if observed else 'NaN'}). Private steps need "
+            f"{'finite data' if observed else 'data without NaN'}; remove or impute "
+            "those rows before sampling."
         )
