@@ -20,13 +20,16 @@ from pytensor import scalar as ps_scalar
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.ops import DeepCopyOp, ViewOp, as_op
 from pytensor.graph.basic import Constant
+from pytensor.gradient import ZeroGrad
 from pytensor.graph.traversal import graph_inputs
-from pytensor.raise_op import assert_op
+from pytensor.raise_op import CheckAndRaise, assert_op
 from pytensor.scalar.basic import ScalarOp
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.elemwise import CAReduce, Elemwise
+from pytensor.tensor.math import Sum
 from pytensor.tensor.shape import Shape_i
 
+from pymc_dp import row_locality
 from pymc_dp.model import PrivateModel
 from pymc_dp.per_datum_gradients import forward_columns
 from pymc_dp.row_locality import NotRowLocal, datum_axes, op_label
@@ -711,3 +714,83 @@ def test_each_rule_returns_what_it_did_when_pinned(name):
 @pytest.mark.parametrize("name", MODELS)
 def test_the_models_people_write_are_proven_as_when_pinned(name):
     assert model_outcomes(MODELS[name]) == PINNED_MODELS[name]
+
+
+def test_every_rule_says_why_it_is_sound_and_has_cases_of_its_own():
+    tags = {tag for tag, _ in CASES.values()}
+    for fn in set(row_locality._RULES.registered().values()):
+        assert fn.__doc__, fn.__name__
+        assert fn.__name__ in tags, f"no case in CASES is written for {fn.__name__}"
+    for fn in set(row_locality._READS.registered().values()):
+        assert fn.__doc__, fn.__name__
+
+
+class _OwnElemwise(Elemwise):
+    """Subclasses defined outside PyTensor and PyMC (they could override ``perform``)."""
+
+
+class _OwnCheck(CheckAndRaise):
+    pass
+
+
+class _OwnView(ViewOp):
+    pass
+
+
+class _OwnSum(Sum):
+    pass
+
+
+class _OwnGraph(OpFromGraph):
+    pass
+
+
+SUBCLASSES = {
+    "Elemwise": (lambda: Elemwise(ps_scalar.exp)(v), lambda: _OwnElemwise(ps_scalar.exp)(v)),
+    "CheckAndRaise": (
+        lambda: CheckAndRaise(AssertionError, "m")(v, pt.all(theta > 0)),
+        lambda: _OwnCheck(AssertionError, "m")(v, pt.all(theta > 0)),
+    ),
+    "ViewOp": (lambda: ViewOp()(v), lambda: _OwnView()(v)),
+    "CAReduce": (lambda: Sum(axis=(1,))(x), lambda: _OwnSum(axis=(1,))(x)),
+    "OpFromGraph": (
+        lambda: OpFromGraph([_b], [_b * 2])(v), lambda: _OwnGraph([_b], [_b * 2])(v)
+    ),
+}
+
+
+@pytest.mark.parametrize("parent", SUBCLASSES)
+def test_a_subclass_defined_elsewhere_does_not_inherit_its_parents_rule(parent, monkeypatch):
+    # Fail closed: the parent's rule speaks of the parent's code, which a subclass defined
+    # outside PyTensor and PyMC may not run. Registered for itself, it is proven as before.
+    library, own = SUBCLASSES[parent]
+    row_locality._is_known_cached.cache_clear()
+    assert outcome([library()])[0] == "axes"
+    with pytest.raises(NotRowLocal) as err:
+        datum_axes([own()], ROWS, N)
+    name = type(own().owner.op).__name__
+    assert err.value.op.split("(")[0] == name and not err.value.mixes
+    assert err.value.why.startswith(NO_RULE)
+    assert f"a subclass of {parent} defined outside PyTensor and PyMC" in err.value.why
+    parent_type = row_locality._RULES.ancestor(own().owner.op)
+    monkeypatch.setitem(
+        row_locality._RULES._by_type, type(own().owner.op),
+        row_locality._RULES.registered()[parent_type],
+    )
+    row_locality._is_known_cached.cache_clear()
+    assert outcome([own()])[0] == "axes"
+    monkeypatch.undo()
+    row_locality._is_known_cached.cache_clear()
+
+
+def test_a_subclass_defined_in_pytensor_or_pymc_shares_its_parents_rule():
+    from pymc.logprob.utils import CheckParameterValue
+    from pytensor.raise_op import Assert
+    from pytensor.tensor.special import LogSumExp
+
+    for op_type, parent in [
+        (Assert, CheckAndRaise), (CheckParameterValue, CheckAndRaise), (Sum, CAReduce),
+        (LogSumExp, OpFromGraph), (ZeroGrad, ViewOp),
+    ]:
+        rule = row_locality._RULES.registered()[parent]
+        assert row_locality._RULES.lookup(op_type.__new__(op_type)) is rule
