@@ -833,34 +833,75 @@ def _identity_axis(e: Variable, axes, n) -> int | None:
 
     ``arange(0, rows, 1)`` with ``rows`` the datum-axis length of a per-datum variable (or
     the constant n), possibly cast to a wider integer, reshaped to ``(-1, 1, …)`` or given
-    broadcast axes: every other axis has length 1.
+    broadcast axes: every other axis has length 1. Walks from ``e`` towards the ``arange``
+    by the step registered for each Op type (:func:`identity_step`); an Op without one ends
+    the walk unproven.
     """
     k = 0
     while e.owner is not None:
-        op = e.owner.op
-        if isinstance(op, DimShuffle):
-            if sorted(d for d in op.new_order if d != "x") != list(range(e.owner.inputs[0].ndim)):
-                return None
-            k = list(op.new_order).index(k)
-        elif isinstance(op, Reshape):
-            shape = e.owner.inputs[1]
-            if not (isinstance(shape, Constant) and e.owner.inputs[0].ndim == 1):
-                return None
-            long = [i for i, s in enumerate(np.atleast_1d(shape.data)) if s != 1]
-            if len(long) != 1 or int(np.atleast_1d(shape.data)[long[0]]) != -1:
-                return None
-            k = long[0]
-        elif isinstance(op, SpecifyShape) or _widens_int(e.owner):
-            pass
-        elif isinstance(op, ARange):
-            start, stop, step = e.owner.inputs
-            if not (_is_constant(start, 0) and _is_constant(step, 1)):
-                return None
-            return k if _is_rows(stop, axes, n) else None
-        else:
+        step = _IDENTITY_STEPS.lookup(e.owner.op)
+        if step is None:
             return None
+        k, final = step(e.owner, k, axes, n)
+        if final or k is None:
+            return k
         e = e.owner.inputs[0]
     return None
+
+
+def identity_step(*op_types: type):
+    """Register ``fn(node, k, axes, n) -> (axis, final)`` for :func:`_identity_axis`.
+
+    ``k`` is the axis of the node's output along which it is the identity if its first
+    input is, along the returned axis (None: not proven); ``final``: the walk ends here.
+    """
+    return _IDENTITY_STEPS.register(*op_types)
+
+
+_IDENTITY_STEPS = _Registry()
+
+
+@identity_step(DimShuffle)
+def _identity_through_dimshuffle(node, k, axes, n):
+    """Broadcast axes added (or axes reordered, none dropped): the identity moves along."""
+    op = node.op
+    if sorted(d for d in op.new_order if d != "x") != list(range(node.inputs[0].ndim)):
+        return None, True
+    return list(op.new_order).index(k), False
+
+
+@identity_step(Reshape)
+def _identity_through_reshape(node, k, axes, n):
+    """A vector reshaped to a constant ``(1, …, -1, …, 1)``: the identity along the -1."""
+    shape = node.inputs[1]
+    if not (isinstance(shape, Constant) and node.inputs[0].ndim == 1):
+        return None, True
+    long = [i for i, s in enumerate(np.atleast_1d(shape.data)) if s != 1]
+    if len(long) != 1 or int(np.atleast_1d(shape.data)[long[0]]) != -1:
+        return None, True
+    return long[0], False
+
+
+@identity_step(SpecifyShape)
+def _identity_through_specify_shape(node, k, axes, n):
+    """A shape assertion passes its input's values through."""
+    return k, False
+
+
+@identity_step(Elemwise)
+def _identity_through_cast(node, k, axes, n):
+    """A cast that keeps every integer (:func:`_widens_int`); any other elementwise Op ends
+    the walk unproven."""
+    return (k, False) if _widens_int(node) else (None, True)
+
+
+@identity_step(ARange)
+def _identity_from_arange(node, k, axes, n):
+    """``arange(0, rows, 1)``, rows the number of rows (:func:`_is_rows`): the identity."""
+    start, stop, step = node.inputs
+    if not (_is_constant(start, 0) and _is_constant(step, 1)):
+        return None, True
+    return (k if _is_rows(stop, axes, n) else None), True
 
 
 def _is_constant(v: Variable, value) -> bool:
@@ -1064,33 +1105,66 @@ def _first_entry_is_rows(shape: Variable, axes: Mapping[Variable, int], n) -> bo
 
 
 def _is_rows(s: Variable, axes: Mapping[Variable, int], n) -> bool:
-    """Whether scalar ``s`` is the number of rows (constant n or a datum-axis length)."""
-    while s.owner is not None and (
-        isinstance(s.owner.op, TensorFromScalar | ScalarFromTensor) or _widens_int(s.owner)
-    ):
-        s = s.owner.inputs[0]
+    """Whether scalar ``s`` is the number of rows (constant n or a datum-axis length).
+
+    By the rule registered for the type of the Op that computes ``s`` (:func:`length_rule`);
+    an Op without one is not shown to give the number of rows.
+    """
     if isinstance(s, Constant):
         return n is not None and np.ndim(s.data) == 0 and int(s.data) == n
-    owner = s.owner
-    if owner is None:
+    if s.owner is None:
         return False
-    if n is not None and isinstance(owner.op, Subtensor) and isinstance(owner.inputs[0], Constant):
+    found = _LENGTH_RULES.lookup(s.owner.op)
+    return found is not None and found(s.owner, axes, n)
+
+
+def length_rule(*op_types: type):
+    """Register ``fn(node, axes, n) -> bool`` for :func:`_is_rows`: whether the node's
+    (scalar) output is the number of rows."""
+    return _LENGTH_RULES.register(*op_types)
+
+
+_LENGTH_RULES = _Registry()
+
+
+@length_rule(TensorFromScalar, ScalarFromTensor)
+def _length_through_scalar(node, axes, n):
+    """A scalar turned into a tensor (or back) keeps its value."""
+    return _is_rows(node.inputs[0], axes, n)
+
+
+@length_rule(Elemwise)
+def _length_through_cast(node, axes, n):
+    """A cast to int64 keeps every integer (:func:`_widens_int`); other elementwise Ops are
+    not shown to keep the number of rows."""
+    return _widens_int(node) and _is_rows(node.inputs[0], axes, n)
+
+
+@length_rule(Shape_i)
+def _length_from_shape_i(node, axes, n):
+    """``Shape_i(i)(v)``: the length of axis i of ``v`` (:func:`_axis_is_rows`)."""
+    return _axis_is_rows(node.inputs[0], node.op.i, axes, n)
+
+
+@length_rule(Subtensor)
+def _length_from_shape_entry(node, axes, n):
+    """An entry of a constant shape vector equal to n, or ``v.shape[i]`` with a constant i
+    and axis i of ``v`` the datum axis's length."""
+    if n is not None and isinstance(node.inputs[0], Constant):
         try:  # an entry of a constant shape vector
-            return int(get_scalar_constant_value(s, elemwise=False)) == n
+            return int(get_scalar_constant_value(node.outputs[0], elemwise=False)) == n
         except NotScalarConstantError:
             return False
-    if isinstance(owner.op, Shape_i):
-        return _axis_is_rows(owner.inputs[0], owner.op.i, axes, n)
-    if isinstance(owner.op, Subtensor) and len(owner.op.idx_list) == 1:
-        shape_var, index = owner.inputs
-        if not (
-            shape_var.owner is not None
-            and isinstance(shape_var.owner.op, Shape)
-            and isinstance(index, Constant)
-        ):
-            return False
-        return _axis_is_rows(shape_var.owner.inputs[0], int(index.data), axes, n)
-    return False
+    if len(node.op.idx_list) != 1:
+        return False
+    shape_var, index = node.inputs
+    if not (
+        shape_var.owner is not None
+        and isinstance(shape_var.owner.op, Shape)
+        and isinstance(index, Constant)
+    ):
+        return False
+    return _axis_is_rows(shape_var.owner.inputs[0], int(index.data), axes, n)
 
 
 def _axis_is_rows(v: Variable, i: int, axes: Mapping[Variable, int], n) -> bool:
@@ -1105,28 +1179,58 @@ def _leads_with_rows(v: Variable, axes: Mapping[Variable, int], n, depth: int = 
 
     ``v`` has its datum axis first, or (row-free values of that shape, as in PyTensor's
     gradient graphs: ``zeros_like`` of a per-datum value) takes its leading length from
-    one: elementwise outputs have the length of any input not broadcastable there
-    (PyTensor does not broadcast at run time), allocations and reshapes the first entry
-    of their shape.
+    one, by the rule registered for the type of the Op that computes it
+    (:func:`leading_rule`); an Op without one is not shown to.
     """
     if axes.get(v) == 0:
         return True
     if v in axes or v.owner is None or v.ndim < 1 or depth > 64:
         return False
-    op, ins = v.owner.op, v.owner.inputs
-    if isinstance(op, Elemwise):
-        return any(
-            i.ndim == v.ndim
-            and not i.type.broadcastable[0]
-            and _leads_with_rows(i, axes, n, depth + 1)
-            for i in ins
-        )
-    if isinstance(op, SpecifyShape | CheckAndRaise):
-        return _leads_with_rows(ins[0], axes, n, depth + 1)
-    if isinstance(op, DimShuffle):
-        return op.new_order[0] == 0 and _leads_with_rows(ins[0], axes, n, depth + 1)
-    if isinstance(op, Reshape):
-        return _first_entry_is_rows(ins[1], axes, n)
-    if isinstance(op, Alloc):
-        return len(ins) - 1 == v.ndim and _is_rows(ins[1], axes, n)
-    return False
+    found = _LEADING_RULES.lookup(v.owner.op)
+    return found is not None and found(v, axes, n, depth)
+
+
+def leading_rule(*op_types: type):
+    """Register ``fn(v, axes, n, depth) -> bool`` for :func:`_leads_with_rows`: whether
+    axis 0 of ``v``, an output of an Op of these types, has the datum axis's length."""
+    return _LEADING_RULES.register(*op_types)
+
+
+_LEADING_RULES = _Registry()
+
+
+@leading_rule(Elemwise)
+def _leading_elementwise(v, axes, n, depth):
+    """The length of any input not broadcastable there (PyTensor does not broadcast at run
+    time)."""
+    return any(
+        i.ndim == v.ndim
+        and not i.type.broadcastable[0]
+        and _leads_with_rows(i, axes, n, depth + 1)
+        for i in v.owner.inputs
+    )
+
+
+@leading_rule(SpecifyShape, CheckAndRaise)
+def _leading_first_input(v, axes, n, depth):
+    """A check or shape assertion: its first input's shape."""
+    return _leads_with_rows(v.owner.inputs[0], axes, n, depth + 1)
+
+
+@leading_rule(DimShuffle)
+def _leading_dimshuffle(v, axes, n, depth):
+    """A dimension shuffle that keeps axis 0 in front."""
+    return v.owner.op.new_order[0] == 0 and _leads_with_rows(v.owner.inputs[0], axes, n, depth + 1)
+
+
+@leading_rule(Reshape)
+def _leading_reshape(v, axes, n, depth):
+    """A reshape: the first entry of its shape (:func:`_first_entry_is_rows`)."""
+    return _first_entry_is_rows(v.owner.inputs[1], axes, n)
+
+
+@leading_rule(Alloc)
+def _leading_alloc(v, axes, n, depth):
+    """An allocation with as many dimensions as its output: the first one."""
+    ins = v.owner.inputs
+    return len(ins) - 1 == v.ndim and _is_rows(ins[1], axes, n)

@@ -721,8 +721,11 @@ def test_every_rule_says_why_it_is_sound_and_has_cases_of_its_own():
     for fn in set(row_locality._RULES.registered().values()):
         assert fn.__doc__, fn.__name__
         assert fn.__name__ in tags, f"no case in CASES is written for {fn.__name__}"
-    for fn in set(row_locality._READS.registered().values()):
-        assert fn.__doc__, fn.__name__
+    registries = [r for r in vars(row_locality).values() if isinstance(r, row_locality._Registry)]
+    assert len(registries) == 5  # datum axes, value reads, identities, lengths, leading lengths
+    for registry in registries:
+        for fn in set(registry.registered().values()):
+            assert fn.__doc__, fn.__name__
 
 
 class _OwnElemwise(Elemwise):
