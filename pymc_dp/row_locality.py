@@ -579,7 +579,7 @@ def _reads_inner_graph(node, needed):
 def _reads_blockwise(node, needed):
     """Every input; for a core Op with an inner graph, what that graph reads by value."""
     core = node.op.core_op
-    if _READS.lookup(core) is _reads_inner_graph:
+    if isinstance(core, OpFromGraph) and _READS.lookup(core) is not None:
         return _inner_reads(node, core, needed)
     return list(node.inputs)
 

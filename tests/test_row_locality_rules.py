@@ -721,11 +721,33 @@ def test_every_rule_says_why_it_is_sound_and_has_cases_of_its_own():
     for fn in set(row_locality._RULES.registered().values()):
         assert fn.__doc__, fn.__name__
         assert fn.__name__ in tags, f"no case in CASES is written for {fn.__name__}"
-    registries = [r for r in vars(row_locality).values() if isinstance(r, row_locality._Registry)]
+    registries = _registries()
     assert len(registries) == 5  # datum axes, value reads, identities, lengths, leading lengths
     for registry in registries:
         for fn in set(registry.registered().values()):
             assert fn.__doc__, fn.__name__
+
+
+def _registries():
+    return [r for r in vars(row_locality).values() if isinstance(r, row_locality._Registry)]
+
+
+def test_every_rule_of_every_registry_runs_in_the_cases(monkeypatch):
+    # Each rule has cases of its own: the datum-axis rules by name (above), and every rule
+    # (what an Op reads by value, the identity index, lengths) is called by some case.
+    called, rules = set(), set()
+    for registry in _registries():
+        for op_type, fn in registry.registered().items():
+            rules.add(fn)
+
+            def counting(*args, _fn=fn):
+                called.add(_fn)
+                return _fn(*args)
+
+            monkeypatch.setitem(registry._by_type, op_type, counting)
+    for _, build in CASES.values():
+        outcome(build())
+    assert sorted(fn.__name__ for fn in rules - called) == []
 
 
 class _OwnElemwise(Elemwise):
