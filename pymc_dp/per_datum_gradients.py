@@ -93,6 +93,71 @@ _FUSED_BASIS_DIM = 6
 # against 10 ms, where glibc returns the freed matrices to the OS; 4.4 ms where it keeps them).
 _OUTPUT_COPIES_MAX_DIM = 12
 
+# ------------------------------------------------------------------ copy rules
+#: ``rule(walk, node, frontier) -> bool``: make the per-row copies where the tensors φ of
+#: ``node.inputs`` at the positions ``frontier`` (computed from θ alone) meet the data in
+#: ``node``; False when reverse mode does not apply (the caller then uses forward mode).
+#: Looked up by the exact Op type (a ``Blockwise`` by its core Op's type, :func:`_op_key`):
+#: an Op without a rule, a subclass included, leaves the model to forward mode.
+CopyRule = Callable[["_CopyWalk", object, list[int]], bool]
+_COPY_RULES: dict[type, CopyRule] = {}
+
+
+def _op_key(op) -> type:
+    """The type rules are registered by: a ``Blockwise``'s core Op's, else the Op's own."""
+    return type(op.core_op) if isinstance(op, Blockwise) else type(op)
+
+
+def copy_rule(*op_types: type):
+    """Register the rule that makes per-row copies where φ meets the data in an operation
+    of these types (by exact type; a ``Blockwise`` by its core Op's type)."""
+
+    def register(fn: CopyRule) -> CopyRule:
+        for op_type in op_types:
+            _COPY_RULES[op_type] = fn
+        return fn
+
+    return register
+
+
+@copy_rule(Elemwise)
+def _copy_broadcast_inputs(walk: _CopyWalk, node, frontier: list[int]) -> bool:
+    """φ broadcast along the rows in an elementwise operation: a copy ``φ + Z_j`` per row.
+
+    With Z = 0 every value is unchanged, and ∂ℓ_j/∂Z_j is datum j's ∂ℓ_j/∂φ wherever the
+    rebuilt graph is proven row-local (:func:`reverse_columns` proves it). Only where every
+    φ is broadcast along the leading axis: otherwise a copy per row would not fit.
+    """
+    if not all(node.inputs[i].ndim > 0 and node.inputs[i].type.broadcastable[0] for i in frontier):
+        return False
+    return walk.rebuild(node, frontier)
+
+
+def _copy_linear_output(walk: _CopyWalk, node, frontier: list[int]) -> bool:
+    """An operation linear in φ (its linear rule, :func:`linear_rule`): a copy of its output.
+
+    ``η_j + Z_j``: the reverse pass gives ∂ℓ_j/∂η_j, and the linear rule applied to φ's
+    tangents gives η_j's Jacobian. Only when asked for, for at most
+    ``_OUTPUT_COPIES_MAX_DIM`` coordinates, one φ and one output, no other input reading θ,
+    and η's first axis proven to be the datum axis.
+    """
+    if (
+        not walk.linear_outputs
+        or walk.dim > _OUTPUT_COPIES_MAX_DIM
+        or len(frontier) != 1
+        or len(node.outputs) != 1
+        or any(x in walk.reads_q for k, x in enumerate(node.inputs) if k != frontier[0])
+    ):
+        return False
+    (eta,) = node.outputs
+    if not _leads_with_rows(eta, walk.data, walk.n):
+        return False  # η must have one row per datum, on its first axis
+    z = pt.tensor(dtype=eta.dtype, shape=(None, *eta.type.shape[1:]), name="row_copy")
+    walk.outputs.append((z, eta, node, frontier[0]))
+    walk.memo[eta] = eta + z
+    return True
+
+
 # ------------------------------------------------------------------ linear rules
 #: ``rule(node, i, tangents) -> Variable | None``: the output of ``node`` with its input
 #: ``i`` (a tensor φ computed from θ alone) replaced by ``tangents`` (φ's shape plus a
@@ -106,19 +171,20 @@ _LINEAR_RULES: dict[type, LinearRule] = {}
 def linear_rule(*op_types: type):
     """Register the rule for operations (by type; a ``Blockwise`` by its core op's type)
     that are linear in one of their inputs. Reverse mode copies such an operation's output
-    per row and applies the rule to φ's tangents (module docstring)."""
+    per row (:func:`_copy_linear_output`) and applies the rule to φ's tangents (module
+    docstring)."""
 
     def register(fn: LinearRule) -> LinearRule:
         for op_type in op_types:
             _LINEAR_RULES[op_type] = fn
+            _COPY_RULES[op_type] = _copy_linear_output
         return fn
 
     return register
 
 
 def _linear_rule_for(op) -> LinearRule | None:
-    key = type(op.core_op) if isinstance(op, Blockwise) else type(op)
-    return _LINEAR_RULES.get(key)
+    return _LINEAR_RULES.get(_op_key(op))
 
 
 @linear_rule(Dot)
@@ -225,68 +291,13 @@ def reverse_columns(
         the data other than elementwise along the leading axis or through an operation with
         a linear rule, the row-locality proof of the columns fails, or too many terms.
     """
-    nodes = io_toposort(list(graph_inputs([per_datum])), [per_datum])
-    reads_data, reads_q = set(data), {q}
-    for node in nodes:
-        if any(i in reads_data for i in node.inputs):
-            reads_data.update(node.outputs)
-        if any(i in reads_q for i in node.inputs):
-            reads_q.update(node.outputs)
-    copies: dict[Variable, tuple[Variable, Variable]] = {}  # φ -> (Z, φ + Z)
-    outputs: list[tuple[Variable, Variable, object, int]] = []  # (Z, η, node, i): η + Z
-    memo: dict[Variable, Variable] = {}
-    for node in nodes:
-        meets_data = any(o in reads_data for o in node.outputs)
-        # φ: an input computed from θ alone that meets the data here. (Integer and boolean
-        # tensors, e.g. PyMC's parameter checks, carry no gradient.)
-        frontier = [
-            i for i, x in enumerate(node.inputs)
-            if meets_data and x in reads_q and x not in reads_data and x.dtype in _FLOATS
-        ]
-        if frontier and not (
-            isinstance(node.op, Elemwise)
-            and all(node.inputs[i].ndim > 0 and node.inputs[i].type.broadcastable[0]
-                    for i in frontier)
-        ):
-            # Not broadcast along the rows: a copy of the output, if the operation is
-            # linear in φ with coefficients from the data alone (nothing else reads θ).
-            rule = _linear_rule_for(node.op) if linear_outputs else None
-            if (
-                rule is None
-                or len(points[0]) > _OUTPUT_COPIES_MAX_DIM
-                or len(frontier) != 1
-                or len(node.outputs) != 1
-                or any(x in reads_q for k, x in enumerate(node.inputs) if k != frontier[0])
-            ):
-                return None
-            (eta,) = node.outputs
-            if not _leads_with_rows(eta, data, n):
-                return None  # η must have one row per datum, on its first axis
-            z = pt.tensor(dtype=eta.dtype, shape=(None, *eta.type.shape[1:]), name="row_copy")
-            outputs.append((z, eta, node, frontier[0]))
-            memo[eta] = eta + z
-            continue
-        new_inputs = []
-        for i, x in enumerate(node.inputs):
-            if i in frontier:
-                if x not in copies:
-                    z = pt.tensor(dtype=x.dtype, shape=(None, *x.type.shape[1:]), name="row_copy")
-                    copies[x] = (z, x + z)
-                new_inputs.append(copies[x][1])
-            else:
-                new_inputs.append(memo.get(x, x))
-        if all(a is b for a, b in zip(new_inputs, node.inputs)):
-            continue
-        try:
-            memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
-        except Exception:  # the copies do not fit (e.g. the datum axis is not in front)
-            return None
-    if not copies and not outputs:
+    walk = _CopyWalk(per_datum, q, data, n, len(points[0]), linear_outputs)
+    copied = walk.run()
+    if copied is None:
         return None
-    frontier_phis = list(copies)
-    zs = [copies[phi][0] for phi in frontier_phis] + [z for z, *_ in outputs]
+    frontier_phis = list(walk.copies)
+    zs, likes = walk.row_copies()
     row_inputs = {**{x: 0 for x in data}, **{z: 0 for z in zs}}
-    copied = memo.get(per_datum, per_datum)
     # Prove the copied log-likelihood row-local before evaluating anything: then no φ reads
     # a per-individual NumPy constant (it would be per-datum, and φ is broadcast over rows),
     # so the Jacobian evaluated below reads θ and public constants only.
@@ -301,80 +312,192 @@ def reverse_columns(
         known_grads={copied: pt.ones((rows,), dtype=copied.dtype)},
         disconnected_inputs="ignore",
     )
-    dim = len(points[0])
-    partials = [r.reshape((rows, -1)) for r in row_grads[: len(frontier_phis)]]  # ∂ℓ_j/∂φ
     kept = _kept_jacobians(frontier_phis, q, points)
     if kept is None:
         return None
     jacobians, masks = kept
     n_terms = int(sum(m.sum() for m in masks))
-    if outputs or dim > _FUSED_BASIS_DIM:
-        # An (n, d) matrix of rows: matrix products and gathers write it once, and the clip
-        # reads it row by row (d columns sliced from it would each stride over all of it).
-        jac = [pt.switch(m, j, 0.0) for j, m in zip(jacobians, masks)]  # kept entries only
-        parts = []
-        if partials:
-            coefficients = _times(pt.concatenate(jac, axis=0), basis)  # (Σ p_φ, d)
-            singles = [p[:, a] for p, m in zip(partials, masks) for a in range(m.shape[0])]
-            if outputs and len(singles) <= _FUSED_BASIS_DIM:
-                # a few broadcast products, fused with the gathers and the clip: no (n, d)
-                # product is written to memory (it cost 4× forward mode on a hierarchical
-                # model, where glibc hands each call fresh pages)
-                part = singles[0][:, None] * coefficients[None, 0]
-                for a in range(1, len(singles)):
-                    part = part + singles[a][:, None] * coefficients[None, a]
-                parts.append(part)
-            else:
-                parts.append(pt.dot(pt.concatenate(partials, axis=1), coefficients))
-        for (_, eta, node, i), partial in zip(outputs, row_grads[len(frontier_phis):]):
-            phi = node.inputs[i]
-            tangents = _times(
-                jacobian(phi.reshape((-1,)), q, vectorize=True, disconnected_inputs="ignore"),
-                basis,
-            ).reshape((*phi.shape, dim))  # (∂φ/∂θ)B, from θ alone
-            jac_rows = _linear_rule_for(node.op)(node, i, tangents)
-            if jac_rows is None:
-                return None
-            # row j: Σ_m ∂ℓ_j/∂η_jm · ∂η_jm/∂θ, over η's entries m of row j
-            if all(k == 1 for k in eta.type.shape[1:]):  # one value per row: (n,), (n, 1)
-                parts.append(partial.reshape((rows, 1)) * jac_rows.reshape((rows, dim)))
-            else:
-                parts.append(
-                    (partial.reshape((rows, -1))[:, :, None] * jac_rows.reshape((rows, -1, dim)))
-                    .sum(axis=1)
-                )
-        columns = sum(parts[1:], parts[0])
-    else:
-        if n_terms > max_terms:
-            return None
-        columns = []
-        for k in range(dim):
-            terms = [
-                partial[:, a] * j[a, k]
-                for partial, j, keep in zip(partials, jacobians, masks)
-                for a in np.flatnonzero(keep[:, k])
-            ]
-            columns.append(sum(terms[1:], terms[0]) if terms else pt.zeros((rows,), q.dtype))
-        if basis is not None:
-            columns = _in_basis(columns, basis)
+    if not walk.outputs and len(points[0]) <= _FUSED_BASIS_DIM and n_terms > max_terms:
+        return None  # column by column, too many terms: forward mode is cheaper
+    columns = _rows(walk, row_grads, jacobians, masks, q, basis, rows)
+    if columns is None:
+        return None
     # The proof that matters is about the graph that will run (with Z as per-datum inputs;
     # Z = 0 after): the gradient operations are checked too, not assumed.
     outs = columns if isinstance(columns, list) else [columns]
     if not is_row_local(outs, row_inputs, n):
         return None
-    likes = frontier_phis + [eta for _, eta, *_ in outputs]
     zeros = {
         z: pt.zeros((rows, *(like.shape[k] for k in range(1, like.ndim))), dtype=like.dtype)
         for z, like in zip(zs, likes)
     }
-    outs = graph_replace(outs, zeros, strict=False)
-    dropped_entries = [j[~m] for j, m in zip(jacobians, masks) if (~m).any()]
-    dropped = (
-        pt.max(pt.abs(pt.concatenate(dropped_entries)))
-        if dropped_entries
-        else pt.constant(0.0, dtype=q.dtype)
+    outs = graph_replace(outs, zeros, strict=False)  # Z = 0: every value is unchanged
+    return ReverseColumns(
+        list(outs) if isinstance(columns, list) else outs[0],
+        _largest_dropped(jacobians, masks, q.dtype),
+        n_terms,
     )
-    return ReverseColumns(list(outs) if isinstance(columns, list) else outs[0], dropped, n_terms)
+
+
+class _CopyWalk:
+    """One walk of the per-datum graph that puts per-row copies where θ meets the data.
+
+    Every node in order: where inputs φ computed from θ alone (the *frontier*) meet the
+    data, the copy rule of the node's Op type makes the copies (:func:`copy_rule`); any
+    other node is rebuilt on the copies made before it.
+    """
+
+    def __init__(self, per_datum, q, data, n, dim, linear_outputs):
+        self.per_datum, self.data, self.n = per_datum, data, n
+        self.dim, self.linear_outputs = dim, linear_outputs
+        self.nodes = io_toposort(list(graph_inputs([per_datum])), [per_datum])
+        self.reads_data, self.reads_q = set(data), {q}
+        for node in self.nodes:
+            if any(i in self.reads_data for i in node.inputs):
+                self.reads_data.update(node.outputs)
+            if any(i in self.reads_q for i in node.inputs):
+                self.reads_q.update(node.outputs)
+        self.copies: dict[Variable, tuple[Variable, Variable]] = {}  # φ -> (Z, φ + Z)
+        self.outputs: list[tuple[Variable, Variable, object, int]] = []  # (Z, η, node, i)
+        self.memo: dict[Variable, Variable] = {}  # the graph rebuilt on the copies
+
+    def run(self) -> Variable | None:
+        """The per-datum log-likelihood rebuilt on the copies; None if reverse mode does not
+        apply (an operation where φ meets the data has no copy rule, or its rule refuses),
+        or nothing meets the data."""
+        for node in self.nodes:
+            frontier = self.frontier(node)
+            if frontier:
+                found = _COPY_RULES.get(_op_key(node.op))
+                if found is None or not found(self, node, frontier):
+                    return None
+            elif not self.rebuild(node, []):
+                return None
+        if not self.copies and not self.outputs:
+            return None
+        return self.memo.get(self.per_datum, self.per_datum)
+
+    def frontier(self, node) -> list[int]:
+        """The positions of inputs computed from θ alone that meet the data in ``node``.
+
+        (Integer and boolean tensors, e.g. PyMC's parameter checks, carry no gradient.)
+        """
+        if not any(o in self.reads_data for o in node.outputs):
+            return []
+        return [
+            i for i, x in enumerate(node.inputs)
+            if x in self.reads_q and x not in self.reads_data and x.dtype in _FLOATS
+        ]
+
+    def rebuild(self, node, frontier: list[int]) -> bool:
+        """``node`` on the copies of its inputs at ``frontier`` (made here if new) and on
+        the rebuilt versions of the others; False if they do not fit (e.g. the datum axis
+        is not in front)."""
+        new_inputs = [
+            self._copy_of(x) if i in frontier else self.memo.get(x, x)
+            for i, x in enumerate(node.inputs)
+        ]
+        if all(a is b for a, b in zip(new_inputs, node.inputs)):
+            return True
+        try:
+            self.memo.update(zip(node.outputs, node.op.make_node(*new_inputs).outputs))
+        except Exception:  # the copies do not fit (e.g. the datum axis is not in front)
+            return False
+        return True
+
+    def row_copies(self) -> tuple[list[Variable], list[Variable]]:
+        """Every Z (the copies of broadcast φ first, then of linear outputs) and the tensor
+        each one is added to."""
+        zs = [z for z, _ in self.copies.values()] + [z for z, *_ in self.outputs]
+        return zs, list(self.copies) + [eta for _, eta, *_ in self.outputs]
+
+    def _copy_of(self, x: Variable) -> Variable:
+        if x not in self.copies:
+            z = pt.tensor(dtype=x.dtype, shape=(None, *x.type.shape[1:]), name="row_copy")
+            self.copies[x] = (z, x + z)
+        return self.copies[x][1]
+
+
+def _rows(walk, row_grads, jacobians, masks, q, basis, rows) -> list[Variable] | Variable | None:
+    """The d columns of the rows (``Bᵀ``)``∇ℓ_j``, or their (n, d) matrix; None where a
+    linear rule does not apply.
+
+    A matrix when there are copies of linear outputs or more than ``_FUSED_BASIS_DIM``
+    coordinates: matrix products and gathers write it once, and the clip reads it row by
+    row (d columns sliced from it would each stride over all of it).
+    """
+    dim = walk.dim
+    n_phis = len(walk.copies)
+    partials = [r.reshape((rows, -1)) for r in row_grads[:n_phis]]  # ∂ℓ_j/∂φ
+    if not walk.outputs and dim <= _FUSED_BASIS_DIM:
+        columns = _columns(partials, jacobians, masks, rows, dim, q.dtype)
+        return columns if basis is None else _in_basis(columns, basis)
+    parts = _broadcast_part(partials, jacobians, masks, basis, fused=bool(walk.outputs))
+    for (_, eta, node, i), partial in zip(walk.outputs, row_grads[n_phis:]):
+        part = _output_part(eta, node, i, partial, q, basis, rows, dim)
+        if part is None:
+            return None
+        parts.append(part)
+    return sum(parts[1:], parts[0])
+
+
+def _broadcast_part(partials, jacobians, masks, basis, fused: bool) -> list[Variable]:
+    """The (n, d) rows through the copies of broadcast φ: ``(∂ℓ_j/∂φ) (∂φ/∂θ) B`` (none
+    if there are no such copies). With ``fused`` (copies of linear outputs too) and a few
+    entries, as broadcast products fused with the gathers and the clip: no (n, d) product
+    is written to memory (it cost 4× forward mode on a hierarchical model, where glibc
+    hands each call fresh pages)."""
+    if not partials:
+        return []
+    jac = [pt.switch(m, j, 0.0) for j, m in zip(jacobians, masks)]  # kept entries only
+    coefficients = _times(pt.concatenate(jac, axis=0), basis)  # (Σ p_φ, d)
+    singles = [p[:, a] for p, m in zip(partials, masks) for a in range(m.shape[0])]
+    if fused and len(singles) <= _FUSED_BASIS_DIM:
+        part = singles[0][:, None] * coefficients[None, 0]
+        for a in range(1, len(singles)):
+            part = part + singles[a][:, None] * coefficients[None, a]
+        return [part]
+    return [pt.dot(pt.concatenate(partials, axis=1), coefficients)]
+
+
+def _output_part(eta, node, i, partial, q, basis, rows, dim) -> Variable | None:
+    """The (n, d) rows through the copy of a linear output η = node(…, φ, …):
+    ``Σ_m ∂ℓ_j/∂η_jm · ∂η_jm/∂θ`` over η's entries m of row j, the Jacobian of η given by
+    the operation's linear rule on φ's tangents; None where the rule does not apply."""
+    phi = node.inputs[i]
+    tangents = _times(
+        jacobian(phi.reshape((-1,)), q, vectorize=True, disconnected_inputs="ignore"),
+        basis,
+    ).reshape((*phi.shape, dim))  # (∂φ/∂θ)B, from θ alone
+    jac_rows = _linear_rule_for(node.op)(node, i, tangents)
+    if jac_rows is None:
+        return None
+    if all(k == 1 for k in eta.type.shape[1:]):  # one value per row: (n,), (n, 1)
+        return partial.reshape((rows, 1)) * jac_rows.reshape((rows, dim))
+    return (
+        partial.reshape((rows, -1))[:, :, None] * jac_rows.reshape((rows, -1, dim))
+    ).sum(axis=1)
+
+
+def _columns(partials, jacobians, masks, rows, dim, dtype) -> list[Variable]:
+    """The d columns ``Σ_a ∂ℓ_j/∂φ_a · ∂φ_a/∂θ_k``, one term per kept Jacobian entry."""
+    columns = []
+    for k in range(dim):
+        terms = [
+            partial[:, a] * j[a, k]
+            for partial, j, keep in zip(partials, jacobians, masks)
+            for a in np.flatnonzero(keep[:, k])
+        ]
+        columns.append(sum(terms[1:], terms[0]) if terms else pt.zeros((rows,), dtype))
+    return columns
+
+
+def _largest_dropped(jacobians, masks, dtype) -> Variable:
+    """The largest ``|∂φ_a/∂θ_k|`` over the entries left out (0 if none), from θ alone."""
+    dropped_entries = [j[~m] for j, m in zip(jacobians, masks) if (~m).any()]
+    if not dropped_entries:
+        return pt.constant(0.0, dtype=dtype)
+    return pt.max(pt.abs(pt.concatenate(dropped_entries)))
 
 
 def _leads_with_rows(x: Variable, data: list[Variable], n: int) -> bool:

@@ -6,11 +6,13 @@ this but cannot prove it. This module proves it from the graph's structure, with
 any value: every variable gets a *datum axis*, the axis along which position i holds
 something computed from row i of the per-datum inputs only (and from variables that read no
 per-datum input at all, *row-free* ones). Every operation the outputs' values are computed
-with must match a rule of the registry below, one small function per Op type (looked up
-along the Op's class hierarchy), that shows where its output's datum axis is. An Op type
-without a rule fails the proof, even on row-free values: an Op the proof does not know
-(``as_op``, a scan, a custom Op) may compute anything from anything, including data held
-outside the graph.
+with must match a rule of the registry below, one small function per Op type, that shows
+where its output's datum axis is. An Op type without a rule fails the proof, even on
+row-free values: an Op the proof does not know (``as_op``, a scan, a custom Op) may compute
+anything from anything, including data held outside the graph. A subclass shares its
+parent's rule only if PyTensor or PyMC defines it (``Sum``, ``Assert``, ``LogSumExp``); one
+defined elsewhere may compute its values differently and needs a rule of its own
+(:class:`_Registry`).
 
 The rules, in the words of a model:
 
@@ -215,9 +217,7 @@ def datum_axes(
     for node in nodes:
         if not any(o in carries_values for o in node.outputs):
             continue  # only decides a shape or whether a check raises (_value_ancestors)
-        rule = _rule_for(node.op)
-        if rule is None or not _is_known(node.op):
-            raise NotRowLocal(op_label(node.op), "an operation without a row-locality rule", False)
+        rule = _known_rule(node.op)
         if not any(i in axes for i in _value_inputs(node, carries_values)):
             continue  # row-free
         for out, axis in zip(node.outputs, rule(node, axes, n)):
@@ -229,31 +229,12 @@ def datum_axes(
 def _value_inputs(node, needed=None) -> list[Variable]:
     """The inputs whose values (not only shapes) the outputs' values are computed from.
 
-    Only the outputs in ``needed`` count, if given: an Op with an inner graph (PyTensor's
-    gradients of ``OpFromGraph``, used by forward-mode products) may compute the output
-    that is used without reading every input. A check's condition (``CheckAndRaise``:
-    PyMC's parameter checks, asserts) and a shape assertion's shape decide only whether
-    evaluation stops with an error; ``fill(x, v)`` (``Second``, PyTensor's
-    ``zeros_like``/``ones_like``) and shape queries read only the shape of ``x``, that is
-    the values :func:`shape_reads` finds it computed from (none, for most tensors).
+    Only the outputs in ``needed`` count, if given (an Op with an inner graph may compute
+    the output that is used without reading every input). By the rule registered for the
+    Op's type (:func:`reads`); an Op without one reads every input.
     """
-    op = node.op
-    if isinstance(op, CheckAndRaise | SpecifyShape):
-        return node.inputs[:1]
-    if isinstance(op, Elemwise) and isinstance(op.scalar_op, Second):
-        return [*node.inputs[1:], *shape_reads(node.inputs[0])]
-    if isinstance(op, Shape | Shape_i):
-        return list(shape_reads(node.inputs[0]))
-    inner = op.core_op if isinstance(op, Blockwise) else op
-    if isinstance(inner, OpFromGraph):
-        outs = [
-            inner_out
-            for out, inner_out in zip(node.outputs, inner.inner_outputs)
-            if needed is None or out in needed
-        ]
-        reads = value_ancestors(outs)
-        return [i for i, inner_in in zip(node.inputs, inner.inner_inputs) if inner_in in reads]
-    return list(node.inputs)
+    found = _READS.lookup(node.op)
+    return list(node.inputs) if found is None else found(node, needed)
 
 
 def shape_reads(x: Variable) -> frozenset[Variable]:
@@ -417,34 +398,105 @@ def _fail(node, why: str, mixes: bool = True):
     raise NotRowLocal(op_label(node.op), why, mixes)
 
 
-# ---------------------------------------------------------------------- the registry
+# ---------------------------------------------------------------------- the registries
+
+
+class _Registry:
+    """Functions registered per Op type: one dispatcher for every rule of one analysis.
+
+    An Op's rule is the one registered for its own type; failing that, for a type defined
+    in PyTensor or PyMC only, the one of its nearest registered ancestor (along the MRO).
+    A subclass defined anywhere else (a model's module, another package) has no rule until
+    its own type is registered: it may override how its values are computed (``perform``,
+    ``c_code``), so a rule shown sound for its parent would speak of code that does not
+    run. PyTensor's and PyMC's own subclasses (``Sum`` of ``CAReduce``, ``Assert`` and
+    PyMC's parameter checks of ``CheckAndRaise``, ``LogSumExp`` of ``OpFromGraph``, the
+    gradient-only ``ViewOp`` variants, PyMC's measurable Ops) keep their parent's
+    semantics: they are trusted as those libraries' scalar Ops are (:func:`_from_library`).
+    """
+
+    def __init__(self):
+        self._by_type: dict[type, Callable] = {}
+
+    def register(self, *op_types: type):
+        """A decorator that registers its function for ``op_types``."""
+
+        def add(fn: Callable) -> Callable:
+            for op_type in op_types:
+                self._by_type[op_type] = fn
+            return fn
+
+        return add
+
+    def lookup(self, op) -> Callable | None:
+        """The rule of ``op``'s type (see the class docstring), or None."""
+        cls = type(op)
+        if cls in self._by_type or _from_library(cls):
+            for base in cls.__mro__:
+                if base in self._by_type:
+                    return self._by_type[base]
+        return None
+
+    def ancestor(self, op) -> type | None:
+        """The nearest registered type ``op`` derives from (whether or not it inherits)."""
+        return next((c for c in type(op).__mro__ if c in self._by_type), None)
+
+    def registered(self) -> dict[type, Callable]:
+        """Every registered type and its rule (a copy)."""
+        return dict(self._by_type)
+
+
+def _from_library(cls: type) -> bool:
+    """Whether ``cls`` is defined in PyTensor or PyMC."""
+    return cls.__module__.split(".")[0] in _LIBRARIES
+
 
 Rule = Callable[..., list]
-_RULES: dict[type, Rule] = {}
+_RULES = _Registry()
+_READS = _Registry()
 
 
 def rule(*op_types: type):
     """Register ``fn(node, axes, n) -> datum axes of node's outputs`` for these Op types.
 
     ``fn`` is called only for nodes with a per-datum value input; it returns one entry per
-    output (None: row-free) or fails the proof with :func:`_fail`. Subclasses of a
-    registered type share its rule unless they register their own.
+    output (None: row-free) or fails the proof with :func:`_fail`. Its docstring says why
+    it is sound. Subclasses defined in PyTensor or PyMC share it (:class:`_Registry`).
     """
+    return _RULES.register(*op_types)
 
-    def register(fn: Rule) -> Rule:
-        for op_type in op_types:
-            _RULES[op_type] = fn
-        return fn
 
-    return register
+def reads(*op_types: type):
+    """Register ``fn(node, needed) -> the inputs read by value`` for these Op types.
+
+    For :func:`_value_inputs`; an Op type without one reads every input (which only ever
+    refuses more).
+    """
+    return _READS.register(*op_types)
 
 
 def _rule_for(op) -> Rule | None:
-    for cls in type(op).__mro__:
-        found = _RULES.get(cls)
-        if found is not None:
-            return found
-    return None
+    return _RULES.lookup(op)
+
+
+def _known_rule(op) -> Rule:
+    """The rule of ``op``, or :class:`NotRowLocal` if it has none (fail closed).
+
+    An Op without a rule may compute anything from anything, even on row-free values
+    (``as_op``, a scan, a custom Op: data held in a closure). So may an Op whose scalar,
+    core or inner Ops are not known (:func:`_is_known`).
+    """
+    found = _rule_for(op)
+    if found is not None and _is_known(op):
+        return found
+    why = "an operation without a row-locality rule"
+    parent = _RULES.ancestor(op) if found is None else None
+    if parent is not None:
+        why += (
+            f" (a subclass of {parent.__name__} defined outside PyTensor and PyMC does not "
+            "inherit its rule: it may compute its values differently)"
+        )
+    raise NotRowLocal(op_label(op), why, False)
 
 
 def _is_known(op) -> bool:
@@ -470,9 +522,7 @@ def _known_parts(op) -> bool:
     if _rule_for(op) is None:
         return False
     scalar = getattr(op, "scalar_op", None)
-    if scalar is not None and not (
-        isinstance(scalar, ScalarOp) and type(scalar).__module__.split(".")[0] in _LIBRARIES
-    ):
+    if scalar is not None and not (isinstance(scalar, ScalarOp) and _from_library(type(scalar))):
         return False
     core = getattr(op, "core_op", None)
     if core is not None and not _is_known(core):
@@ -486,10 +536,75 @@ def _known_parts(op) -> bool:
 _LIBRARIES = ("pytensor", "pymc")
 
 
+# ------------------------------------------------- what an Op reads by value (_value_inputs)
+
+
+@reads(CheckAndRaise, SpecifyShape)
+def _reads_checked_value(node, needed):
+    """A check (PyMC's parameter checks, asserts) or a shape assertion: the first input.
+
+    The condition (or the asserted shape) decides only whether evaluation stops with an
+    error; the output's value is the first input's.
+    """
+    return node.inputs[:1]
+
+
+@reads(Elemwise)
+def _reads_elementwise(node, needed):
+    """Every input; but ``fill(x, v)`` (``Second``: ``zeros_like``/``ones_like``) reads ``v``
+    and only the shape of ``x``, that is the values :func:`shape_reads` finds it computed
+    from (none, for most tensors)."""
+    if isinstance(node.op.scalar_op, Second):
+        return [*node.inputs[1:], *shape_reads(node.inputs[0])]
+    return list(node.inputs)
+
+
+@reads(Shape, Shape_i)
+def _reads_shape(node, needed):
+    """A shape query reads only what the queried tensor's shape is computed from."""
+    return list(shape_reads(node.inputs[0]))
+
+
+@reads(OpFromGraph)
+def _reads_inner_graph(node, needed):
+    """An Op with an inner graph: the inputs its used outputs' inner graphs read by value.
+
+    (PyTensor's gradients of ``OpFromGraph``, used by forward-mode products, compute the
+    output that is used without reading every input.)
+    """
+    return _inner_reads(node, node.op, needed)
+
+
+@reads(Blockwise)
+def _reads_blockwise(node, needed):
+    """Every input; for a core Op with an inner graph, what that graph reads by value."""
+    core = node.op.core_op
+    if isinstance(core, OpFromGraph) and _READS.lookup(core) is not None:
+        return _inner_reads(node, core, needed)
+    return list(node.inputs)
+
+
+def _inner_reads(node, inner, needed) -> list[Variable]:
+    outs = [
+        inner_out
+        for out, inner_out in zip(node.outputs, inner.inner_outputs)
+        if needed is None or out in needed
+    ]
+    found = value_ancestors(outs)
+    return [i for i, inner_in in zip(node.inputs, inner.inner_inputs) if inner_in in found]
+
+
+# ------------------------------------------------------------------ the datum-axis rules
+
+
 @rule(Shape, Shape_i)
 def _shape(node, axes, n):
-    # Shapes of per-datum tensors are public (n and the column counts) when computed from
-    # public shapes (_value_inputs); a shape computed from per-datum values is a count of data.
+    """A shape query: row-free, unless the shape is computed from per-datum values.
+
+    Shapes of per-datum tensors are public (n and the column counts) when computed from
+    public shapes (:func:`_reads_shape`); a shape computed from per-datum values (``nonzero``,
+    a boolean mask) is a count of the data, which every row would read.
+    """
     if any(i in axes for i in _value_inputs(node)):
         _fail(node, "a shape computed from per-datum values")
     return [None]
@@ -497,13 +612,23 @@ def _shape(node, axes, n):
 
 @rule(SpecifyShape, CheckAndRaise, ViewOp, DeepCopyOp)
 def _first_input(node, axes, n):
-    # The value is the first input's; the others only decide whether to raise. (ViewOp and
-    # DeepCopyOp are identities: PyMC's OrderedLogistic, compiled outputs.)
+    """Checks, shape assertions and identities: the output is the first input's value.
+
+    The other inputs only decide whether to raise (:func:`_reads_checked_value`). ``ViewOp``
+    (and PyTensor's gradient-only variants of it) and ``DeepCopyOp`` are identities (PyMC's
+    OrderedLogistic, compiled outputs).
+    """
     return [axes.get(node.inputs[0])]
 
 
 @rule(Elemwise)
 def _elementwise(node, axes, n):
+    """Elementwise: position i of the output reads position i of every input.
+
+    Sound when the per-datum inputs share the datum axis and none is broadcast along it
+    (broadcasting would copy one row into all, :func:`_aligned`); row-free inputs may
+    broadcast. ``fill(x, v)`` reads x's shape only, which must not be computed from data.
+    """
     rowed = [i for i in _value_inputs(node) if i in axes]
     if any(i not in node.inputs for i in rowed):  # fill(x, v): x's shape read from data
         _fail(node, "a shape computed from per-datum values")
@@ -512,6 +637,10 @@ def _elementwise(node, axes, n):
 
 @rule(DimShuffle)
 def _dimshuffle(node, axes, n):
+    """A transpose or broadcastable axes added or dropped: the datum axis moves, rows stay.
+
+    Dropping the datum axis (a length-1 axis) is refused.
+    """
     a = axes[node.inputs[0]]
     if a not in node.op.new_order:
         _fail(node, "drops the datum axis")
@@ -520,6 +649,10 @@ def _dimshuffle(node, axes, n):
 
 @rule(CAReduce, Argmax)
 def _reduction(node, axes, n):
+    """A reduction (sum, max, ``all``, argmax, ...) over other axes: row i reads row i.
+
+    A reduction over the datum axis mixes every row into one value.
+    """
     x = node.inputs[0]
     a, ndim = axes[x], x.ndim
     if any(i in axes for i in node.inputs[1:]):
@@ -533,6 +666,10 @@ def _reduction(node, axes, n):
 
 @rule(CumOp)
 def _cumulative(node, axes, n):
+    """A cumulative sum or product along another axis stays within each row.
+
+    Along the datum axis, row i would read rows 0..i.
+    """
     a = axes[node.inputs[0]]
     if node.op.axis == a:
         _fail(node, "accumulates along the datum axis")
@@ -541,6 +678,11 @@ def _cumulative(node, axes, n):
 
 @rule(Subtensor)
 def _basic_index(node, axes, n):
+    """``x[...]`` with slices and row-free integers, the datum axis taken whole (``:``).
+
+    Any other entry on the datum axis (a slice, a step, one row) moves or drops rows; an
+    index read from per-datum values would make every row read data.
+    """
     x, *index = node.inputs
     if any(i in axes for i in index):
         _fail(node, "indices read per-datum values")
@@ -549,6 +691,11 @@ def _basic_index(node, axes, n):
 
 @rule(IncSubtensor)
 def _basic_inc(node, axes, n):
+    """``set_subtensor``/``inc_subtensor`` with basic indices: x and y keep rows aligned.
+
+    The datum axis of x is taken whole (``:``) and y's datum axis lands on it (or only one
+    of them is per-datum), not broadcast; the indices are row-free.
+    """
     op = node.op
     x, y, *index = node.inputs
     if any(i in axes for i in index):
@@ -686,34 +833,75 @@ def _identity_axis(e: Variable, axes, n) -> int | None:
 
     ``arange(0, rows, 1)`` with ``rows`` the datum-axis length of a per-datum variable (or
     the constant n), possibly cast to a wider integer, reshaped to ``(-1, 1, …)`` or given
-    broadcast axes: every other axis has length 1.
+    broadcast axes: every other axis has length 1. Walks from ``e`` towards the ``arange``
+    by the step registered for each Op type (:func:`identity_step`); an Op without one ends
+    the walk unproven.
     """
     k = 0
     while e.owner is not None:
-        op = e.owner.op
-        if isinstance(op, DimShuffle):
-            if sorted(d for d in op.new_order if d != "x") != list(range(e.owner.inputs[0].ndim)):
-                return None
-            k = list(op.new_order).index(k)
-        elif isinstance(op, Reshape):
-            shape = e.owner.inputs[1]
-            if not (isinstance(shape, Constant) and e.owner.inputs[0].ndim == 1):
-                return None
-            long = [i for i, s in enumerate(np.atleast_1d(shape.data)) if s != 1]
-            if len(long) != 1 or int(np.atleast_1d(shape.data)[long[0]]) != -1:
-                return None
-            k = long[0]
-        elif isinstance(op, SpecifyShape) or _widens_int(e.owner):
-            pass
-        elif isinstance(op, ARange):
-            start, stop, step = e.owner.inputs
-            if not (_is_constant(start, 0) and _is_constant(step, 1)):
-                return None
-            return k if _is_rows(stop, axes, n) else None
-        else:
+        step = _IDENTITY_STEPS.lookup(e.owner.op)
+        if step is None:
             return None
+        k, final = step(e.owner, k, axes, n)
+        if final or k is None:
+            return k
         e = e.owner.inputs[0]
     return None
+
+
+def identity_step(*op_types: type):
+    """Register ``fn(node, k, axes, n) -> (axis, final)`` for :func:`_identity_axis`.
+
+    ``k`` is the axis of the node's output along which it is the identity if its first
+    input is, along the returned axis (None: not proven); ``final``: the walk ends here.
+    """
+    return _IDENTITY_STEPS.register(*op_types)
+
+
+_IDENTITY_STEPS = _Registry()
+
+
+@identity_step(DimShuffle)
+def _identity_through_dimshuffle(node, k, axes, n):
+    """Broadcast axes added (or axes reordered, none dropped): the identity moves along."""
+    op = node.op
+    if sorted(d for d in op.new_order if d != "x") != list(range(node.inputs[0].ndim)):
+        return None, True
+    return list(op.new_order).index(k), False
+
+
+@identity_step(Reshape)
+def _identity_through_reshape(node, k, axes, n):
+    """A vector reshaped to a constant ``(1, …, -1, …, 1)``: the identity along the -1."""
+    shape = node.inputs[1]
+    if not (isinstance(shape, Constant) and node.inputs[0].ndim == 1):
+        return None, True
+    long = [i for i, s in enumerate(np.atleast_1d(shape.data)) if s != 1]
+    if len(long) != 1 or int(np.atleast_1d(shape.data)[long[0]]) != -1:
+        return None, True
+    return long[0], False
+
+
+@identity_step(SpecifyShape)
+def _identity_through_specify_shape(node, k, axes, n):
+    """A shape assertion passes its input's values through."""
+    return k, False
+
+
+@identity_step(Elemwise)
+def _identity_through_cast(node, k, axes, n):
+    """A cast that keeps every integer (:func:`_widens_int`); any other elementwise Op ends
+    the walk unproven."""
+    return (k, False) if _widens_int(node) else (None, True)
+
+
+@identity_step(ARange)
+def _identity_from_arange(node, k, axes, n):
+    """``arange(0, rows, 1)``, rows the number of rows (:func:`_is_rows`): the identity."""
+    start, stop, step = node.inputs
+    if not (_is_constant(start, 0) and _is_constant(step, 1)):
+        return None, True
+    return (k if _is_rows(stop, axes, n) else None), True
 
 
 def _is_constant(v: Variable, value) -> bool:
@@ -722,6 +910,9 @@ def _is_constant(v: Variable, value) -> bool:
 
 @rule(Reshape)
 def _reshape(node, axes, n):
+    """A reshape that keeps the datum axis first with the same length n keeps each row's
+    entries in that row (C order): the leading length must be proven to be n
+    (:func:`_first_entry_is_rows`), and the datum axis must be first already."""
     x, shape = node.inputs
     if shape in axes or axes[x] != 0 or node.outputs[0].ndim < 1:
         _fail(node, "reshape that may move the datum axis", mixes=False)
@@ -732,6 +923,10 @@ def _reshape(node, axes, n):
 
 @rule(Alloc)
 def _alloc(node, axes, n):
+    """``alloc(value, *shape)``: a broadcast of ``value`` to new leading axes.
+
+    Row-local when the shape is row-free and value is not broadcast along its datum axis.
+    """
     value, *shape = node.inputs
     if any(s in axes for s in shape):
         _fail(node, "shape read from per-datum values")
@@ -743,6 +938,7 @@ def _alloc(node, axes, n):
 
 @rule(Join)
 def _join(node, axes, n):
+    """A join along another axis puts row i of every input in row i of the output."""
     a = _aligned(node, [i for i in node.inputs if i in axes], axes)
     if node.op.axis == a:
         _fail(node, "joins along the datum axis")
@@ -751,6 +947,7 @@ def _join(node, axes, n):
 
 @rule(Split)
 def _split(node, axes, n):
+    """A split along another axis at row-free points keeps every row in every part."""
     x, splits = node.inputs
     if splits in axes or x not in axes:
         _fail(node, "split points read from per-datum values")
@@ -761,6 +958,12 @@ def _split(node, axes, n):
 
 @rule(Blockwise)
 def _blockwise(node, axes, n):
+    """A ``Blockwise`` Op runs its core Op on each batch entry alone.
+
+    Sound when the datum axis is a batch axis of every per-datum input (aligned, not
+    broadcast), or for a matmul, the rows of the left factor only. Core Ops are known
+    (:func:`_is_known`).
+    """
     op = node.op
     ins = node.inputs
     rowed = [i for i in ins if i in axes]
@@ -775,6 +978,11 @@ def _blockwise(node, axes, n):
 
 @rule(Dot)
 def _dot(node, axes, n):
+    """A matrix product with a row-free factor that does not contract the datum axis.
+
+    ``(X @ W)[i] = X[i] @ W`` and ``(W @ Y)[:, i] = W @ Y[:, i]``; two per-datum factors, or
+    a contraction over the datum axis, mix rows.
+    """
     x, y = node.inputs
     if x in axes and y in axes:
         _fail(node, "a product of two per-datum factors")
@@ -799,6 +1007,8 @@ def _inner_graph(node, axes, n):
 
 @rule(TensorFromScalar, ScalarFromTensor, MakeVector)
 def _scalar(node, axes, n):
+    """A scalar made of per-datum values (its only axis would be the datum axis, and every
+    use reads it whole): refused. Row-free scalars are fine."""
     _fail(node, "a scalar read from per-datum values")
 
 
@@ -895,33 +1105,66 @@ def _first_entry_is_rows(shape: Variable, axes: Mapping[Variable, int], n) -> bo
 
 
 def _is_rows(s: Variable, axes: Mapping[Variable, int], n) -> bool:
-    """Whether scalar ``s`` is the number of rows (constant n or a datum-axis length)."""
-    while s.owner is not None and (
-        isinstance(s.owner.op, TensorFromScalar | ScalarFromTensor) or _widens_int(s.owner)
-    ):
-        s = s.owner.inputs[0]
+    """Whether scalar ``s`` is the number of rows (constant n or a datum-axis length).
+
+    By the rule registered for the type of the Op that computes ``s`` (:func:`length_rule`);
+    an Op without one is not shown to give the number of rows.
+    """
     if isinstance(s, Constant):
         return n is not None and np.ndim(s.data) == 0 and int(s.data) == n
-    owner = s.owner
-    if owner is None:
+    if s.owner is None:
         return False
-    if n is not None and isinstance(owner.op, Subtensor) and isinstance(owner.inputs[0], Constant):
+    found = _LENGTH_RULES.lookup(s.owner.op)
+    return found is not None and found(s.owner, axes, n)
+
+
+def length_rule(*op_types: type):
+    """Register ``fn(node, axes, n) -> bool`` for :func:`_is_rows`: whether the node's
+    (scalar) output is the number of rows."""
+    return _LENGTH_RULES.register(*op_types)
+
+
+_LENGTH_RULES = _Registry()
+
+
+@length_rule(TensorFromScalar, ScalarFromTensor)
+def _length_through_scalar(node, axes, n):
+    """A scalar turned into a tensor (or back) keeps its value."""
+    return _is_rows(node.inputs[0], axes, n)
+
+
+@length_rule(Elemwise)
+def _length_through_cast(node, axes, n):
+    """A cast to int64 keeps every integer (:func:`_widens_int`); other elementwise Ops are
+    not shown to keep the number of rows."""
+    return _widens_int(node) and _is_rows(node.inputs[0], axes, n)
+
+
+@length_rule(Shape_i)
+def _length_from_shape_i(node, axes, n):
+    """``Shape_i(i)(v)``: the length of axis i of ``v`` (:func:`_axis_is_rows`)."""
+    return _axis_is_rows(node.inputs[0], node.op.i, axes, n)
+
+
+@length_rule(Subtensor)
+def _length_from_shape_entry(node, axes, n):
+    """An entry of a constant shape vector equal to n, or ``v.shape[i]`` with a constant i
+    and axis i of ``v`` the datum axis's length."""
+    if n is not None and isinstance(node.inputs[0], Constant):
         try:  # an entry of a constant shape vector
-            return int(get_scalar_constant_value(s, elemwise=False)) == n
+            return int(get_scalar_constant_value(node.outputs[0], elemwise=False)) == n
         except NotScalarConstantError:
             return False
-    if isinstance(owner.op, Shape_i):
-        return _axis_is_rows(owner.inputs[0], owner.op.i, axes, n)
-    if isinstance(owner.op, Subtensor) and len(owner.op.idx_list) == 1:
-        shape_var, index = owner.inputs
-        if not (
-            shape_var.owner is not None
-            and isinstance(shape_var.owner.op, Shape)
-            and isinstance(index, Constant)
-        ):
-            return False
-        return _axis_is_rows(shape_var.owner.inputs[0], int(index.data), axes, n)
-    return False
+    if len(node.op.idx_list) != 1:
+        return False
+    shape_var, index = node.inputs
+    if not (
+        shape_var.owner is not None
+        and isinstance(shape_var.owner.op, Shape)
+        and isinstance(index, Constant)
+    ):
+        return False
+    return _axis_is_rows(shape_var.owner.inputs[0], int(index.data), axes, n)
 
 
 def _axis_is_rows(v: Variable, i: int, axes: Mapping[Variable, int], n) -> bool:
@@ -936,28 +1179,58 @@ def _leads_with_rows(v: Variable, axes: Mapping[Variable, int], n, depth: int = 
 
     ``v`` has its datum axis first, or (row-free values of that shape, as in PyTensor's
     gradient graphs: ``zeros_like`` of a per-datum value) takes its leading length from
-    one: elementwise outputs have the length of any input not broadcastable there
-    (PyTensor does not broadcast at run time), allocations and reshapes the first entry
-    of their shape.
+    one, by the rule registered for the type of the Op that computes it
+    (:func:`leading_rule`); an Op without one is not shown to.
     """
     if axes.get(v) == 0:
         return True
     if v in axes or v.owner is None or v.ndim < 1 or depth > 64:
         return False
-    op, ins = v.owner.op, v.owner.inputs
-    if isinstance(op, Elemwise):
-        return any(
-            i.ndim == v.ndim
-            and not i.type.broadcastable[0]
-            and _leads_with_rows(i, axes, n, depth + 1)
-            for i in ins
-        )
-    if isinstance(op, SpecifyShape | CheckAndRaise):
-        return _leads_with_rows(ins[0], axes, n, depth + 1)
-    if isinstance(op, DimShuffle):
-        return op.new_order[0] == 0 and _leads_with_rows(ins[0], axes, n, depth + 1)
-    if isinstance(op, Reshape):
-        return _first_entry_is_rows(ins[1], axes, n)
-    if isinstance(op, Alloc):
-        return len(ins) - 1 == v.ndim and _is_rows(ins[1], axes, n)
-    return False
+    found = _LEADING_RULES.lookup(v.owner.op)
+    return found is not None and found(v, axes, n, depth)
+
+
+def leading_rule(*op_types: type):
+    """Register ``fn(v, axes, n, depth) -> bool`` for :func:`_leads_with_rows`: whether
+    axis 0 of ``v``, an output of an Op of these types, has the datum axis's length."""
+    return _LEADING_RULES.register(*op_types)
+
+
+_LEADING_RULES = _Registry()
+
+
+@leading_rule(Elemwise)
+def _leading_elementwise(v, axes, n, depth):
+    """The length of any input not broadcastable there (PyTensor does not broadcast at run
+    time)."""
+    return any(
+        i.ndim == v.ndim
+        and not i.type.broadcastable[0]
+        and _leads_with_rows(i, axes, n, depth + 1)
+        for i in v.owner.inputs
+    )
+
+
+@leading_rule(SpecifyShape, CheckAndRaise)
+def _leading_first_input(v, axes, n, depth):
+    """A check or shape assertion: its first input's shape."""
+    return _leads_with_rows(v.owner.inputs[0], axes, n, depth + 1)
+
+
+@leading_rule(DimShuffle)
+def _leading_dimshuffle(v, axes, n, depth):
+    """A dimension shuffle that keeps axis 0 in front."""
+    return v.owner.op.new_order[0] == 0 and _leads_with_rows(v.owner.inputs[0], axes, n, depth + 1)
+
+
+@leading_rule(Reshape)
+def _leading_reshape(v, axes, n, depth):
+    """A reshape: the first entry of its shape (:func:`_first_entry_is_rows`)."""
+    return _first_entry_is_rows(v.owner.inputs[1], axes, n)
+
+
+@leading_rule(Alloc)
+def _leading_alloc(v, axes, n, depth):
+    """An allocation with as many dimensions as its output: the first one."""
+    ins = v.owner.inputs
+    return len(ins) - 1 == v.ndim and _is_rows(ins[1], axes, n)
