@@ -17,9 +17,9 @@ Three parts, public API only (``pymc_dp.DPHMC``, ``pymc_dp.sample``,
     binary outcome and 10 covariates per person, the coefficients entering through
     ``X @ β``: the common shape of a private analysis). DPHMC needs every datum's gradient
     on its own (to clip it); :meth:`pymc_dp.model.PrivateModel.clipped_gradient` gets them
-    (:mod:`pymc_dp.per_datum_gradients`) either by one forward-mode pass per coordinate,
+    (:mod:`pymc_dp.model.per_datum_gradients`) either by one forward-mode pass per coordinate,
     fused into one loop over the data, or by one reverse pass through per-row copies of the
-    parameter tensors that meet the data, used only where :mod:`pymc_dp.row_locality`
+    parameter tensors that meet the data, used only where :mod:`pymc_dp.model.row_locality`
     proves from the graph that it keeps rows apart. The banana gets reverse mode: forward
     mode would cost a whole (n, d) sweep per coordinate, O(n·d²) against O(n·d). The
     regression gets forward mode, where each pass costs about one column of X. The line

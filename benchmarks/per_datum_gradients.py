@@ -2,7 +2,7 @@
 
 For each model, the CPU milliseconds of one call of
 :meth:`pymc_dp.model.PrivateModel.clipped_gradient` with per-datum gradients by reverse mode
-(``compile_gradients("reverse")``: where :mod:`pymc_dp.row_locality` proves it applies,
+(``compile_gradients("reverse")``: where :mod:`pymc_dp.model.row_locality` proves it applies,
 including the copies of ``X @ β`` and ``a[g]`` that "auto" does not make) and by forward mode,
 and of one call of the gradient of the summed log-likelihood compiled from the same graph
 with the data as inputs (what a non-private gradient method needs; ``model.compile_dlogp()``

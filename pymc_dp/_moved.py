@@ -25,6 +25,10 @@ MOVED = {
     "pymc_dp.lipschitz": "pymc_dp.posterior_sampling.lipschitz",
     "pymc_dp.sampling": "pymc_dp.results",
     "pymc_dp.accounting.validation": "pymc_dp.validation",
+    "pymc_dp.row_locality": "pymc_dp.model.row_locality",
+    "pymc_dp.per_datum_gradients": "pymc_dp.model.per_datum_gradients",
+    "pymc_dp.likelihood_parameters": "pymc_dp.model.likelihood_parameters",
+    "pymc_dp.index_bounds": "pymc_dp.model.index_bounds",
 }
 
 

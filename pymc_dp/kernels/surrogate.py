@@ -6,7 +6,7 @@ on the value space θ. Where the prior is not Gaussian there, or the likelihood 
 through a curved map (a hierarchical model's group intercepts ``a = μ + σ·z``), that is
 poor even without noise: at n = 10⁴ the exact Laplace approximation of a six-group
 hierarchical model is 1.3 posterior sds off with sds twice too wide. The likelihood alone,
-written in the parameters its rows read, ``φ = φ(θ)`` (:mod:`pymc_dp.likelihood_parameters`),
+written in the parameters its rows read, ``φ = φ(θ)`` (:mod:`pymc_dp.model.likelihood_parameters`),
 is close to Gaussian at such n. So the warm-up's released mode and curvature are turned
 into a Gaussian likelihood for φ,
 

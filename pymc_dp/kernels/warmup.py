@@ -422,7 +422,7 @@ def laplace_warmup(
     indefinite: the curvature is projected to positive definite); ``prior_logp_fn(q)``, if
     given, its log density, which keeps every step inside the prior's reach
     (:func:`within_prior`). With ``likelihood_parameters`` (the map θ ↦ φ the likelihood
-    reads, :mod:`pymc_dp.likelihood_parameters`) and ``prior_logp_fn``, each step goes to
+    reads, :mod:`pymc_dp.model.likelihood_parameters`) and ``prior_logp_fn``, each step goes to
     the mode of the exact prior times the likelihood's quadratic expansion on φ
     (:func:`~pymc_dp.kernels.surrogate.surrogate_mode`); ``prior_grad_fn`` must then be
     cheap and public, as it is called by that optimisation. Returns the mode
@@ -749,7 +749,7 @@ class _Chart:
     """The coordinates the warm-up releases in: θ itself, or the likelihood's parameters.
 
     When the likelihood reads fewer numbers than θ has (``φ = φ(θ)`` of size r < d, as a
-    hierarchical model's group intercepts ``a = μ + σ·z``: :mod:`pymc_dp.likelihood_parameters`),
+    hierarchical model's group intercepts ``a = μ + σ·z``: :mod:`pymc_dp.model.likelihood_parameters`),
     a datum's gradient and Hessian on θ carry terms ``(∂ℓ_j/∂a) ∇²a`` that cancel in the
     sum over rows only, and are orders of magnitude larger than a datum's share of the
     curvature: its clip cut them and the curvature with them, and Newton steps on θ

@@ -31,7 +31,7 @@ from pymc.util import get_value_vars_from_user_vars
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 
-from pymc_dp.per_datum_gradients import (
+from pymc_dp.model.per_datum_gradients import (
     clipped_scalar_sum,
 )
 from pymc_dp.model.data import data_containers, data_dependent_deterministics, numeric_value

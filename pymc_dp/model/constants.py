@@ -23,7 +23,7 @@ from pytensor.tensor.subtensor import (
     Subtensor,
 )
 
-from pymc_dp.row_locality import NotRowLocal, datum_axes
+from pymc_dp.model.row_locality import NotRowLocal, datum_axes
 
 __all__ = [
     "array_constants",

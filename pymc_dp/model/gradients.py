@@ -15,12 +15,12 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.per_datum_gradients import (
+from pymc_dp.model.per_datum_gradients import (
     clipped_row_sum,
     forward_columns,
     reverse_columns,
 )
-from pymc_dp.row_locality import is_row_local
+from pymc_dp.model.row_locality import is_row_local
 from pymc_dp.model.data import numeric_value, private_data_variables, reads_any
 from pymc_dp.model.constants import constant_uses, has_rows, inner_graph_outputs
 from pymc_dp.model.graphs import as_list, require_float64, withholding_details
@@ -41,7 +41,7 @@ class Gradients:
         Parameters
         ----------
         method : {"auto", "reverse", "forward"}
-            How per-datum gradients are computed (:mod:`pymc_dp.per_datum_gradients`).
+            How per-datum gradients are computed (:mod:`pymc_dp.model.per_datum_gradients`).
             ``"auto"`` (default) uses reverse mode through per-row copies of the parameter
             tensors broadcast along the rows where the structure of the model's graph
             proves it keeps rows apart (and, with up to 6 coordinates, it needs few terms),
@@ -98,11 +98,11 @@ class Gradients:
         one pass, as ``X @ e_k`` is rewritten to ``X[:, k]``). ``"reverse"`` or ``"auto"``:
         one reverse pass through per-row copies of the parameter tensors that meet the data
         (``"reverse"`` also of the outputs of linear operations, ``X @ β``, ``a[g]``) where
-        :func:`~pymc_dp.per_datum_gradients.reverse_columns` proves it applies, else
+        :func:`~pymc_dp.model.per_datum_gradients.reverse_columns` proves it applies, else
         forward mode. Neither has an (n, n) intermediate or a loop or scan over data.
         ``dropped`` (a function of θ alone) is 0 unless a Jacobian entry that reverse mode
         left out is not zero at θ; :meth:`clipped_gradient` then uses forward mode.
-        Clipping: :func:`~pymc_dp.per_datum_gradients.clipped_row_sum`. Also returns the
+        Clipping: :func:`~pymc_dp.model.per_datum_gradients.clipped_row_sum`. Also returns the
         method used.
         """
         q = self._q
@@ -271,11 +271,11 @@ class Gradients:
         return rows, prior_grad, self._prior_negative_hessian(q)
 
     def likelihood_parameters(self):
-        """The likelihood's own parameters φ(θ) (:class:`~pymc_dp.likelihood_parameters.
+        """The likelihood's own parameters φ(θ) (:class:`~pymc_dp.model.likelihood_parameters.
         LikelihoodParameters`), compiled on first use; ``None`` if the graph has none that
         a surrogate likelihood can use (reading the graph only, never data)."""
         if "_likelihood_parameters" not in self.__dict__:
-            from pymc_dp.likelihood_parameters import LikelihoodParameters
+            from pymc_dp.model.likelihood_parameters import LikelihoodParameters
 
             try:
                 found = LikelihoodParameters(

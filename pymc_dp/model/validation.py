@@ -17,8 +17,8 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
 
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.index_bounds import check_index_bounds
-from pymc_dp.row_locality import NotRowLocal, prove_rows_first
+from pymc_dp.model.index_bounds import check_index_bounds
+from pymc_dp.model.row_locality import NotRowLocal, prove_rows_first
 from pymc_dp.model.data import (
     DatumInput,
     container_label,
@@ -153,7 +153,7 @@ class ModelChecks:
         log-densities, so the row-locality proof only sees their results. They are found here,
         on the model's own graphs of the parameters of every observed and free variable
         (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
-        distributions), by the structural row-locality proof (:mod:`pymc_dp.row_locality`)
+        distributions), by the structural row-locality proof (:mod:`pymc_dp.model.row_locality`)
         with every array that has n entries along some axis as per-datum input along it.
         Reads shapes and structure only.
         """
@@ -303,10 +303,10 @@ class ModelChecks:
         ``row_inputs`` are the per-datum inputs (their values: the data, in order); the
         graph's other input is the raveled point θ, ``q``, and those of ``parameters`` (a
         dict of public inputs, such as the warm-up's basis, to a public value each). The proof
-        (:mod:`pymc_dp.row_locality`) is the gate: every operation must match a rule that
+        (:mod:`pymc_dp.model.row_locality`) is the gate: every operation must match a rule that
         shows output row j reads data row j only, or the model is refused, naming the
         operation's type. Then every integer index array must lie in its table
-        (:mod:`pymc_dp.index_bounds`). Both read shapes and structure, and the smallest
+        (:mod:`pymc_dp.model.index_bounds`). Both read shapes and structure, and the smallest
         and largest index entries, only to refuse; nothing of them is returned or printed.
         """
         try:

@@ -1,4 +1,4 @@
-"""The structural row-locality proof (pymc_dp.row_locality)."""
+"""The structural row-locality proof (pymc_dp.model.row_locality)."""
 
 import numpy as np
 import pytensor
@@ -10,7 +10,7 @@ from pytensor.raise_op import assert_op
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import Elemwise
 
-from pymc_dp.row_locality import NotRowLocal, datum_axes, is_row_local
+from pymc_dp.model.row_locality import NotRowLocal, datum_axes, is_row_local
 
 N, M = 7, 3
 x = pt.matrix("x")  # (N, M) per-datum values, datum axis 0
@@ -202,7 +202,7 @@ def test_cached_shape_patterns_give_what_the_walk_gives():
     import pymc as pm
 
     from pymc_dp.model import PrivateModel
-    from pymc_dp.row_locality import _node_shape_reads, _node_shape_reads_walk, shape_reads
+    from pymc_dp.model.row_locality import _node_shape_reads, _node_shape_reads_walk, shape_reads
 
     x = np.random.default_rng(0).normal(size=(30, 2))
     with pm.Model() as m:

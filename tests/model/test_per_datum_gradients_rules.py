@@ -1,6 +1,6 @@
 """Reverse mode's rules one by one, and a pin of where it applies (issue 15, item 3).
 
-:func:`pymc_dp.per_datum_gradients.reverse_columns` walks the per-datum graph and, where a
+:func:`pymc_dp.model.per_datum_gradients.reverse_columns` walks the per-datum graph and, where a
 tensor φ computed from θ alone meets the data, asks the copy rule of that operation's type:
 copies of φ per row (elementwise, φ broadcast along the rows) or of the output (an operation
 with a linear rule: ``X @ β``, ``a[g]``). An operation without a rule leaves the model to
@@ -22,7 +22,7 @@ from pytensor.tensor.math import Dot
 
 from pymc_dp import per_datum_gradients as pdg
 from pymc_dp.model import PrivateModel, public_data
-from pymc_dp.per_datum_gradients import forward_columns, reverse_columns
+from pymc_dp.model.per_datum_gradients import forward_columns, reverse_columns
 
 RNG = np.random.default_rng(3)
 N = 40

@@ -1,6 +1,6 @@
 """The row-locality rules one by one, and a pin of what the proof returns (issue 15, item 3).
 
-Each case is a small graph written for one rule of :mod:`pymc_dp.row_locality` (named with
+Each case is a small graph written for one rule of :mod:`pymc_dp.model.row_locality` (named with
 it); ``PINNED`` holds what the proof returned for it when the rules became a registry: the
 datum axes of the outputs and a digest of every per-datum variable's (Op type, datum axis),
 or the refusal (Op, reason, whether it mixes rows). A change in any rule shows as a changed
@@ -31,8 +31,8 @@ from pytensor.tensor.shape import Shape_i
 
 from pymc_dp import row_locality
 from pymc_dp.model import PrivateModel
-from pymc_dp.per_datum_gradients import forward_columns
-from pymc_dp.row_locality import NotRowLocal, datum_axes, op_label
+from pymc_dp.model.per_datum_gradients import forward_columns
+from pymc_dp.model.row_locality import NotRowLocal, datum_axes, op_label
 
 N, M = 7, 3
 x = pt.matrix("x")  # (N, M) per-datum values, datum axis 0

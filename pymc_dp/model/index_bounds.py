@@ -43,7 +43,7 @@ from pytensor.tensor.subtensor import (
 )
 
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.row_locality import value_ancestors
+from pymc_dp.model.row_locality import value_ancestors
 
 __all__ = ["check_index_bounds"]
 

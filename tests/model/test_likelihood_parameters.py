@@ -1,4 +1,4 @@
-"""The likelihood's own parameters φ(θ) (pymc_dp.likelihood_parameters): what the per-datum
+"""The likelihood's own parameters φ(θ) (pymc_dp.model.likelihood_parameters): what the per-datum
 log-likelihood reads of θ, found from the graph alone, and never a graph that reads data."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from pymc_dp.likelihood_parameters import LikelihoodParameters, likelihood_frontier
+from pymc_dp.model.likelihood_parameters import LikelihoodParameters, likelihood_frontier
 from pymc_dp.model import PrivateModel
 
 

@@ -617,7 +617,7 @@ def test_errors_from_the_compiled_functions_do_not_show_data():
 def test_the_fused_basis_gives_the_stacked_products_rows(d, monkeypatch):
     # Issue 14: in reverse mode the rows Bᵀ∇ℓ_j are formed column by column and fused with
     # the clip instead of through an (n, d) product; the released sums are the same.
-    import pymc_dp.per_datum_gradients as model_module
+    import pymc_dp.model.per_datum_gradients as model_module
 
     m = banana(n=300, d=d, seed=1).model
     q = PrivateModel(m).ravel(m.initial_point()) + 0.2

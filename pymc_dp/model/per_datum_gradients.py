@@ -36,7 +36,7 @@ Why reverse mode is safe where it is used:
 * *Privacy.* Row j of the reverse result is ``Σ_i ∂ℓ_i/∂Z_j``, which is datum j's alone only
   if nothing after the copies mixes rows. Numbers cannot show that (a term that cancels in
   value can still carry another row's gradient), so :func:`reverse_columns` proves it from
-  the structure of the final column graph with :mod:`pymc_dp.row_locality`, and returns
+  the structure of the final column graph with :mod:`pymc_dp.model.row_locality`, and returns
   ``None`` (use forward mode) when the proof fails. With row j a function of datum j alone,
   clipping each row to norm ≤ b (:func:`clipped_row_sum`) bounds the sum's sensitivity by 2b.
 * *Correctness.* Every θ-dependent float tensor that enters a per-datum operation is
@@ -72,7 +72,7 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import AdvancedSubtensor
 from pytensor.tensor.type import integer_dtypes
 
-from pymc_dp.row_locality import datum_axes, is_row_local
+from pymc_dp.model.row_locality import datum_axes, is_row_local
 
 __all__ = [
     "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "linear_rule",
