@@ -30,6 +30,7 @@ from pymc.model import modelcontext
 
 from pymc_dp.accounting.validation import check_int
 from pymc_dp import _progressbar
+from pymc_dp.accounting.budget import Budget
 from pymc_dp.accounting.events import GaussianEvent, event_from_dict
 from pymc_dp.accounting.gaussian import gaussian_epsilon
 from pymc_dp.accounting.ledger import PrivacyLedger
@@ -120,7 +121,11 @@ class PrivacyReport:
                 f"spent by this run: ε = {spent['epsilon']:.6g}; by the step over its life: "
                 f"ε = {spent['step_lifetime_epsilon']:.6g}"
             )
-        for kind, key in (("warm-up for all chains", "shared_warmup"), ("chain", "chains")):
+        remaining = self.details.get("remaining")
+        if remaining:  # a pymc_dp.Budget's
+            lines.append(f"remaining: ε = {remaining['epsilon']:.6g}")
+        for kind, key in (("warm-up for all chains", "shared_warmup"), ("chain", "chains"),
+                          ("release", "releases")):
             for row in self.details.get(key, []):
                 shown = {k: v for k, v in row.items() if k != "events"}
                 lines.append(f"  {kind} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
@@ -128,7 +133,8 @@ class PrivacyReport:
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         if self.details.get("tempered"):
             lines.insert(1, f"TEMPERED TARGET: {self.details['tempered']}")
-        for key in ("guarantee", "not_covered"):  # e.g. pymc_dp.PosteriorSampling's caveats
+        # PosteriorSampling's caveats; a Budget's witness of its hash chain
+        for key in ("guarantee", "not_covered", "witness"):
             if self.details.get(key):
                 lines.append(f"{key.replace('_', ' ')}: {self.details[key]}")
         return "\n".join(lines)
@@ -958,8 +964,11 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
 
     Parameters
     ----------
-    obj : DataTree, PrivateStep or PrivacyLedger
+    obj : DataTree, PrivateStep, Budget or PrivacyLedger
         * a result of :func:`pymc_dp.sample`: its ``dp_report``;
+        * a :class:`pymc_dp.Budget`: every release against its dataset (who, when, its
+          events, its own cost), the composed ε spent and what remains, and the witness of
+          its hash chain (:meth:`pymc_dp.Budget.report`);
         * a result of plain ``pm.sample`` with a Gaussian private step: recomputed from the
           per-draw stats ``dp_mu_chain`` (μ of each chain, tuning included) and ``dp_delta``;
         * a private step: everything it has spent over its life, all runs and processes;
@@ -986,6 +995,8 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
     >>> round(privacy_report(ledger, delta=1e-6).epsilon, 3)
     0.834
     """
+    if isinstance(obj, Budget):
+        return PrivacyReport(**obj.report())
     if isinstance(obj, PrivateStep):
         ledger = obj.guard.spent()
         d = obj.delta if delta is None else delta

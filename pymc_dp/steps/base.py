@@ -90,6 +90,7 @@ SHARED_ARGUMENTS = (
     "delta",
     "chains",
     "ledger_dir",
+    "budget",
     "model",
     "initial_point",
     "compile_kwargs",
@@ -125,6 +126,11 @@ chains : int, optional
 ledger_dir : str or Path, optional
     Where the budget ledger file lives (default: ``$PYMC_DP_LEDGER_DIR`` or the system
     temp directory). Copies of the step in other processes share it.
+budget : pymc_dp.Budget, optional
+    A dataset's shared budget to draw from instead of a ledger of the step's own: every
+    chain's reservation must then fit both in the step's (``eps``, ``delta``), its share,
+    and in what is left of ``budget`` (composed with every release against it). ``delta``
+    defaults to the budget's δ.
 model, initial_point, compile_kwargs, rng
     As for PyMC steps.
 blocked : bool
@@ -243,6 +249,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         delta: float | None = None,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
@@ -263,6 +270,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             chains = _check_chains(chains)
         if self.pure_dp and delta is not None:
             raise ValueError(f"{type(self).__name__} is pure ε-DP: it takes no delta.")
+        if budget is not None:
+            delta = self._check_budget(budget, eps, delta, ledger_dir)
 
         model = modelcontext(model)
         if initial_point is None:
@@ -283,9 +292,12 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         else:
             self.delta = float(delta) if delta is not None else 0.1 / self.private_model.n_data
         self.planned_chains = int(chains) if chains is not None else pymc_default_chains()
-        self.guard = BudgetGuard(
-            self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
-        )
+        if budget is not None:  # a share of the dataset's budget, in its store
+            self.guard = budget.slice(self.epsilon, self.delta, owner=type(self).__name__)
+        else:
+            self.guard = BudgetGuard(
+                self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
+            )
         self.run_id: str | None = None  # set by pymc_dp.sample, recorded with reservations
         self._chain: _ChainBudget | None = None
         self._last_q: np.ndarray | None = None  # the point this step last returned
@@ -293,6 +305,32 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         vars = self.private_model.value_vars
         shared = make_shared_replacements(initial_point, vars, model)
         super().__init__(vars, shared, blocked=True, rng=rng)
+
+    def _check_budget(self, budget, eps: float, delta, ledger_dir):
+        """Check a shared ``budget=`` before the model is touched; the step's δ."""
+        from pymc_dp.accounting.budget import Budget
+
+        name = type(self).__name__
+        if not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a pymc_dp.Budget, got {type(budget).__name__}")
+        if ledger_dir is not None:
+            raise ValueError(
+                f"{name} takes budget= or ledger_dir=, not both: with a budget, its "
+                "reservations are kept in the budget's store."
+            )
+        if eps > budget.epsilon:
+            raise ValueError(
+                f"{name}(eps={eps:g}) asks for more than the whole budget {budget.name!r} "
+                f"(ε = {budget.epsilon:g})."
+            )
+        if self.pure_dp:
+            return None
+        if budget.delta == 0:
+            raise ValueError(
+                f"{name} is (ε, δ)-DP, and the budget {budget.name!r} has δ = 0 (pure ε-DP "
+                "releases only)."
+            )
+        return budget.delta if delta is None else delta
 
     def _make_adapter(self, model, vars, initial_point, compile_kwargs):
         """The object through which this step reads the model and its data.
@@ -530,6 +568,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "the run with chains=... (and the length you sample), or create a new step "
                 "with its own budget. No data was read for this chain."
             )
+        shared = getattr(self.guard, "check_fits", None)  # a share of a pymc_dp.Budget
+        if shared is not None:
+            shared(events)
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         chain = self._chain
