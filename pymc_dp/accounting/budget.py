@@ -55,6 +55,7 @@ import json
 import os
 import socket
 import time
+import urllib.parse
 import uuid
 
 from contextlib import contextmanager
@@ -263,21 +264,23 @@ class SQLiteStore:
     def describe(self) -> str:
         return f"sqlite:///{self.path}"
 
-    def _connect(self):
+    def _connect(self, create: bool):
         import sqlite3
 
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        # mode=rw: a store that has gone (deleted, moved) is an error, not a new empty file
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode={'rwc' if create else 'rw'}"
+        conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         conn.execute("PRAGMA synchronous = FULL")
         return conn
 
     @contextmanager
-    def transaction(self, write: bool):
+    def transaction(self, write: bool, create: bool = False):
         """One transaction (a write one takes SQLite's write lock at once); committed if the
-        block ends normally, rolled back if it raises."""
+        block ends normally, rolled back if it raises. Only ``create`` makes a new file."""
         import sqlite3
 
         try:
-            conn = self._connect()
+            conn = self._connect(create)
         except sqlite3.Error as exc:
             raise _store_error(self, exc) from None
         try:
@@ -379,12 +382,12 @@ class Budget:
             "delta": self.delta,
         }
         # Read first (a read-only store can still be read); create only if missing.
-        with self._store.transaction(write=False) as tx:
+        with self._store.transaction(write=False, create=True) as tx:
             exists = self._schema_ok(tx, create=False) and tx.budget(self.name) is not None
             if exists:
                 self._verified(tx)
         if not exists:
-            with self._store.transaction(write=True) as tx:
+            with self._store.transaction(write=True, create=True) as tx:
                 self._schema_ok(tx, create=True)
                 if tx.budget(self.name) is None:
                     text = canonical({**header, "created": time.time()}).decode("ascii")
@@ -422,6 +425,9 @@ class Budget:
     def _verified(self, tx) -> tuple[list[dict], list[str]]:
         """Every record of the budget (bodies, oldest first) and the chain of hashes
         (genesis first), verified; the budget's header checked against (ε, δ)."""
+        if tx.schema_version() != [SCHEMA_VERSION]:
+            self._schema_ok(tx, create=False)  # (an unknown schema says so)
+            raise self._altered("the store holds no pymc_dp tables (replaced or emptied?)")
         row = tx.budget(self.name)
         if row is None:
             raise self._altered("its row is missing from the store (deleted?)")
