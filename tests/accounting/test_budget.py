@@ -37,7 +37,8 @@ def test_exported_from_the_package():
     assert "Budget" in pymc_dp.__all__ and "Budget" in pymc_dp.accounting.__all__
 
 
-def test_reservations_compose_through_the_accountant_not_by_adding_epsilons(store):
+def test_reservations_compose_through_the_accountant_not_by_adding_epsilons(any_store):
+    store = any_store
     one = PrivacyLedger([gaussian()]).epsilon(DELTA)
     budget = Budget("d", epsilon=3 * one, delta=DELTA, store=store)
     admitted = 0
@@ -56,7 +57,8 @@ def test_reservations_compose_through_the_accountant_not_by_adding_epsilons(stor
     assert budget.spent().epsilon(DELTA) <= budget.epsilon
 
 
-def test_a_refused_reservation_writes_nothing_and_says_why(store):
+def test_a_refused_reservation_writes_nothing_and_says_why(any_store):
+    store = any_store
     budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
     budget.reserve([LaplaceEvent(name="a", epsilon=0.75)], owner="first")
     before = budget.witness()
@@ -68,7 +70,8 @@ def test_a_refused_reservation_writes_nothing_and_says_why(store):
     assert not budget.fits([LaplaceEvent(name="c", epsilon=0.26)])
 
 
-def test_records_spent_and_remaining(store):
+def test_records_spent_and_remaining(any_store):
+    store = any_store
     budget = Budget("d", epsilon=2.0, delta=DELTA, store=store)
     assert budget.records() == [] and budget.remaining() == 2.0
     budget.reserve([PureDPEvent(name="svt", epsilon=0.5)], owner="me", run_id="r1")
@@ -82,9 +85,11 @@ def test_records_spent_and_remaining(store):
     assert budget.remaining() == pytest.approx(2.0 - spent.epsilon(DELTA))
 
 
-def test_reopening_shares_the_budget_and_a_different_budget_is_refused(store):
+def test_reopening_shares_the_budget_and_a_different_budget_is_refused(any_store):
+    store = any_store
     Budget("census", epsilon=1.0, delta=DELTA, store=store).reserve([gaussian()])
-    again = Budget("census", epsilon=1.0, delta=DELTA, store=f"sqlite:///{store}")
+    url = store if "://" in store else f"sqlite:///{store}"
+    again = Budget("census", epsilon=1.0, delta=DELTA, store=url)
     assert len(again.records()) == 1
     for eps, delta in ((2.0, DELTA), (1.0, 1e-5)):
         with pytest.raises(LedgerIntegrityError, match="cannot be changed once it exists"):
@@ -114,7 +119,8 @@ def test_bad_arguments(store):
     assert len(budget.records()) == 1
 
 
-def test_a_pure_budget_takes_pure_events_only(store):
+def test_a_pure_budget_takes_pure_events_only(any_store):
+    store = any_store
     budget = Budget("d", epsilon=1.0, delta=0, store=store)
     budget.reserve([LaplaceEvent(name="l", epsilon=0.5)])
     with pytest.raises(PrivacyBudgetExceeded, match="ε = inf"):
@@ -249,7 +255,8 @@ def test_a_full_rewrite_with_recomputed_hashes_is_caught_by_a_witness_only(store
     Budget("d", epsilon=5.0, delta=DELTA, store=store).verify()  # documented limit
 
 
-def test_a_witness_of_the_chain_verifies(store):
+def test_a_witness_of_the_chain_verifies(any_store):
+    store = any_store
     budget = _three(store)
     early = f"0:{json.loads(json.dumps(budget.witness()))}"  # not a point of the chain
     w = budget.witness()
@@ -284,7 +291,8 @@ def test_default_store_is_per_user(monkeypatch, tmp_path):
 
 
 # ---------------------------------------------------------------------- slices
-def test_a_slice_is_capped_and_draws_from_the_whole_budget(store):
+def test_a_slice_is_capped_and_draws_from_the_whole_budget(any_store):
+    store = any_store
     budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
     a = budget.slice(0.6, DELTA, owner="A")
     b = budget.slice(0.6, DELTA, owner="B")
@@ -303,7 +311,8 @@ def test_a_slice_is_capped_and_draws_from_the_whole_budget(store):
         budget.slice(1.5, DELTA)
 
 
-def test_a_budget_and_its_slices_pickle(store):
+def test_a_budget_and_its_slices_pickle(any_store):
+    store = any_store
     import pickle
 
     budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)

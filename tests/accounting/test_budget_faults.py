@@ -53,8 +53,8 @@ def _hammer(store, epsilon, event):
 
 
 @pytest.mark.parametrize("kind", ["pure", "gaussian"])
-def test_many_processes_reserving_at_once_never_overspend_or_lose_a_reservation(tmp_path, kind):
-    store = str(tmp_path / "b.db")
+def test_many_processes_reserving_at_once_never_overspend_or_lose_a_reservation(any_store, kind):
+    store = any_store
     if kind == "pure":  # 1/64 is exact: exactly 64 of the 160 fit
         event, epsilon = PureDPEvent(name="q", epsilon=1 / 64), 1.0
         fits = 64
@@ -87,8 +87,8 @@ def _killed_in_the_middle(store, ready):
     budget.reserve([PureDPEvent(name="never", epsilon=0.5)])
 
 
-def test_a_process_killed_in_the_middle_of_a_reservation_leaves_no_partial_record(tmp_path):
-    store = str(tmp_path / "b.db")
+def test_a_process_killed_in_the_middle_of_a_reservation_leaves_no_partial_record(any_store):
+    store = any_store
     budget = Budget("kill", epsilon=1.0, delta=DELTA, store=store)
     budget.reserve([PureDPEvent(name="first", epsilon=0.25)])
     ready = FORK.Event()
