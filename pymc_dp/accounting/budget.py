@@ -71,6 +71,7 @@ __all__ = [
     "Budget",
     "BudgetSlice",
     "BudgetStoreError",
+    "check_share",
     "default_budget_store",
     "open_store",
 ]
@@ -774,6 +775,59 @@ class BudgetSlice:
     def __repr__(self) -> str:
         return (f"BudgetSlice({self.budget.name!r}, epsilon={self.epsilon!r}, "
                 f"delta={self.delta!r}, owner={self.owner!r})")
+
+
+def check_share(budget, epsilon: float, delta, *, owner: str, ledger_dir=None,
+                pure: bool = False):
+    """Check a ``budget=`` argument (before any model or data is touched); the share's δ.
+
+    Used by every object that takes ``budget=`` (the private steps, PosteriorSampling).
+
+    Parameters
+    ----------
+    budget : Budget
+    epsilon : float
+        The share's ε (already checked).
+    delta : float or None
+        The share's δ as given; ``None`` takes the budget's (ignored if ``pure``).
+    owner : str
+        Who asks, for messages.
+    ledger_dir : optional
+        Must be None: a share keeps its reservations in the budget's store.
+    pure : bool
+        Whether the owner is pure ε-DP (then any budget will do, and δ is 0).
+
+    Returns
+    -------
+    float or None
+        The share's δ (None if ``pure``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``budget`` is not a :class:`Budget`, comes with ``ledger_dir``, is smaller than
+        the share, or has δ = 0 for an (ε, δ)-DP owner.
+    """
+    if not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pymc_dp.Budget, got {type(budget).__name__}")
+    if ledger_dir is not None:
+        raise ValueError(
+            f"{owner} takes budget= or ledger_dir=, not both: with a budget, its "
+            "reservations are kept in the budget's store."
+        )
+    if epsilon > budget.epsilon:
+        raise ValueError(
+            f"{owner}(eps={epsilon:g}) asks for more than the whole budget {budget.name!r} "
+            f"(ε = {budget.epsilon:g})."
+        )
+    if pure:
+        return None
+    if budget.delta == 0:
+        raise ValueError(
+            f"{owner} is (ε, δ)-DP, and the budget {budget.name!r} has δ = 0 (pure ε-DP "
+            "releases only)."
+        )
+    return budget.delta if delta is None else delta
 
 
 # ---------------------------------------------------------------------- helpers

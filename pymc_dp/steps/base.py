@@ -63,6 +63,7 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, CompoundStep
 from pymc.util import get_state_from_generator
 
+from pymc_dp.accounting.budget import check_share
 from pymc_dp.accounting.events import Event
 from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.guard import BudgetGuard
@@ -271,7 +272,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         if self.pure_dp and delta is not None:
             raise ValueError(f"{type(self).__name__} is pure ε-DP: it takes no delta.")
         if budget is not None:
-            delta = self._check_budget(budget, eps, delta, ledger_dir)
+            delta = check_share(budget, eps, delta, owner=type(self).__name__,
+                                ledger_dir=ledger_dir, pure=self.pure_dp)
 
         model = modelcontext(model)
         if initial_point is None:
@@ -305,32 +307,6 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         vars = self.private_model.value_vars
         shared = make_shared_replacements(initial_point, vars, model)
         super().__init__(vars, shared, blocked=True, rng=rng)
-
-    def _check_budget(self, budget, eps: float, delta, ledger_dir):
-        """Check a shared ``budget=`` before the model is touched; the step's δ."""
-        from pymc_dp.accounting.budget import Budget
-
-        name = type(self).__name__
-        if not isinstance(budget, Budget):
-            raise TypeError(f"budget must be a pymc_dp.Budget, got {type(budget).__name__}")
-        if ledger_dir is not None:
-            raise ValueError(
-                f"{name} takes budget= or ledger_dir=, not both: with a budget, its "
-                "reservations are kept in the budget's store."
-            )
-        if eps > budget.epsilon:
-            raise ValueError(
-                f"{name}(eps={eps:g}) asks for more than the whole budget {budget.name!r} "
-                f"(ε = {budget.epsilon:g})."
-            )
-        if self.pure_dp:
-            return None
-        if budget.delta == 0:
-            raise ValueError(
-                f"{name} is (ε, δ)-DP, and the budget {budget.name!r} has δ = 0 (pure ε-DP "
-                "releases only)."
-            )
-        return budget.delta if delta is None else delta
 
     def _make_adapter(self, model, vars, initial_point, compile_kwargs):
         """The object through which this step reads the model and its data.
