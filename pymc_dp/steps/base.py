@@ -381,7 +381,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         the whole run costs, for ``chains`` chains of ``tune + draws`` iterations (default:
         :meth:`default_length`), as Opacus' ``get_noise_multiplier`` shows the noise before
         training. The step keeps the chain split; a run of another length is calibrated
-        again when it starts.
+        again when it starts. With a shared ``budget=``, a run that does not fit in what
+        that budget has left now is refused here (nothing is reserved).
 
         Examples
         --------
@@ -412,6 +413,11 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         from pymc_dp.accounting.ledger import PrivacyLedger
 
         ledger = PrivacyLedger([e for _ in range(chains) for e in events])
+        shared = getattr(self.guard, "check_fits", None)  # a share of a pymc_dp.Budget
+        if shared is not None:
+            # The whole run must fit in what the dataset's budget has left, or its last
+            # chains would be refused after the first had spent their share.
+            shared(list(ledger))
         return RunPlan(
             step=type(self).__name__,
             chains=chains,

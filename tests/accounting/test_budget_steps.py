@@ -122,3 +122,13 @@ def test_abcdp_draws_from_a_budget(tmp_path):
     (record,) = budget.records()
     assert record["owner"] == "ABCDP" and record["cap"] == [0.5, 0.0]
     assert budget.spent().epsilon(DELTA) <= 0.5
+
+
+def test_a_run_that_the_budget_cannot_cover_is_refused_before_its_first_chain(conjugate, budget):
+    model, *_ = conjugate
+    budget.reserve([LaplaceEvent(name="someone else", epsilon=0.7)])
+    # one chain alone would fit in the 0.3 left, the run of four does not
+    step = _step(model, eps=0.6, budget=budget)
+    with model, pytest.raises(PrivacyBudgetExceeded, match="budget 'conjugate'"):
+        pymc_dp.sample(step=step, draws=20, tune=0, chains=4, random_seed=0, **SAMPLE)
+    assert len(budget.records()) == 1
