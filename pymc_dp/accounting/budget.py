@@ -13,7 +13,9 @@ Reservations live in a database that every process and machine working on the da
 opens: SQLite (Python's ``sqlite3``, the default, a file) or PostgreSQL
 (``store="postgresql://…"``, the ``postgres`` extra). Two tables: one row per budget (its
 header and a checkpoint) and an append-only table of records (triggers refuse ``UPDATE``
-and ``DELETE``). A reservation is one transaction — SQLite ``BEGIN IMMEDIATE``, PostgreSQL
+and ``DELETE`` of records, a budget's deletion or change, and a checkpoint that does not
+move one record forward: they stop mistakes, not an administrator, who can drop them).
+A reservation is one transaction — SQLite ``BEGIN IMMEDIATE``, PostgreSQL
 ``SELECT … FOR UPDATE`` on the budget's row — that reads and verifies every record,
 composes, and appends its record and moves the checkpoint, or writes nothing. So
 reservations from any number of processes are serialised, and a process killed in the
@@ -232,10 +234,15 @@ class _SQLiteTransaction(_Transaction):
         return {row[0] for row in self.cursor.fetchall()}
 
     def append_only_statements(self) -> list[str]:
+        refuse = "BEGIN SELECT RAISE(ABORT, 'pymc_dp budget records are append-only'); END"
         return [
-            f"""CREATE TRIGGER pymc_dp_records_no_{what} BEFORE {what.upper()} ON pymc_dp_records
-                BEGIN SELECT RAISE(ABORT, 'pymc_dp budget records are append-only'); END"""
-            for what in ("update", "delete")
+            f"CREATE TRIGGER pymc_dp_records_no_update BEFORE UPDATE ON pymc_dp_records {refuse}",
+            f"CREATE TRIGGER pymc_dp_records_no_delete BEFORE DELETE ON pymc_dp_records {refuse}",
+            f"CREATE TRIGGER pymc_dp_budgets_no_delete BEFORE DELETE ON pymc_dp_budgets {refuse}",
+            "CREATE TRIGGER pymc_dp_budgets_fixed BEFORE UPDATE OF name, header, epsilon, "
+            f"delta, genesis ON pymc_dp_budgets {refuse}",
+            "CREATE TRIGGER pymc_dp_budgets_forward BEFORE UPDATE OF count ON pymc_dp_budgets "
+            f"WHEN NEW.count <> OLD.count + 1 {refuse}",
         ]
 
 

@@ -7,7 +7,8 @@ budget are serialised across every client of the server, while other budgets pro
 read is a ``REPEATABLE READ READ ONLY`` transaction, so that it sees the row and the
 records of one instant. Creating the tables and a budget's row happens under a
 transaction-scoped advisory lock, so that two clients creating them at once do not clash.
-Triggers refuse ``UPDATE``, ``DELETE`` and ``TRUNCATE`` of the records.
+Triggers refuse ``UPDATE``, ``DELETE`` and ``TRUNCATE`` of the records, a budget's
+deletion or change, and a checkpoint that does not move one record forward.
 
 A server that cannot be reached, a connection dropped in the middle of a reservation, or a
 role that may not write, raise :class:`~pymc_dp.accounting.budget.BudgetStoreError`, and
@@ -48,6 +49,14 @@ class _PostgresTransaction(_Transaction):
                ON pymc_dp_records FOR EACH ROW EXECUTE FUNCTION pymc_dp_append_only()""",
             """CREATE TRIGGER pymc_dp_records_no_truncate BEFORE TRUNCATE
                ON pymc_dp_records FOR EACH STATEMENT EXECUTE FUNCTION pymc_dp_append_only()""",
+            """CREATE TRIGGER pymc_dp_budgets_fixed
+               BEFORE DELETE OR UPDATE OF name, header, epsilon, delta, genesis
+               ON pymc_dp_budgets FOR EACH ROW EXECUTE FUNCTION pymc_dp_append_only()""",
+            """CREATE TRIGGER pymc_dp_budgets_no_truncate BEFORE TRUNCATE
+               ON pymc_dp_budgets FOR EACH STATEMENT EXECUTE FUNCTION pymc_dp_append_only()""",
+            """CREATE TRIGGER pymc_dp_budgets_forward BEFORE UPDATE OF count
+               ON pymc_dp_budgets FOR EACH ROW WHEN (NEW.count <> OLD.count + 1)
+               EXECUTE FUNCTION pymc_dp_append_only()""",
         ]
 
 

@@ -130,18 +130,25 @@ def test_a_pure_budget_takes_pure_events_only(any_store):
 def test_records_cannot_be_updated_or_deleted_through_sql(store):
     budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
     budget.reserve([gaussian()])
+    budget.reserve([gaussian()])
     with sqlite3.connect(store) as conn:
-        for sql in ("UPDATE pymc_dp_records SET body = '{}'", "DELETE FROM pymc_dp_records"):
+        for sql in ("UPDATE pymc_dp_records SET body = '{}'", "DELETE FROM pymc_dp_records",
+                    "DELETE FROM pymc_dp_budgets", "UPDATE pymc_dp_budgets SET epsilon = 9.0",
+                    "UPDATE pymc_dp_budgets SET header = '{}'",
+                    "UPDATE pymc_dp_budgets SET count = 1",
+                    "UPDATE pymc_dp_budgets SET count = 0, head = genesis"):
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):
                 conn.execute(sql)
+    budget.verify()
 
 
 # ---------------------------------------------------------------------- the hash chain
 def _tamper(store, *statements):
     """Do what an attacker with write access would: drop the triggers, change rows."""
     with sqlite3.connect(store) as conn:
-        conn.execute("DROP TRIGGER IF EXISTS pymc_dp_records_no_update")
-        conn.execute("DROP TRIGGER IF EXISTS pymc_dp_records_no_delete")
+        triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        for (name,) in triggers.fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
         for statement in statements:
             conn.execute(*statement) if isinstance(statement, tuple) else conn.execute(statement)
 

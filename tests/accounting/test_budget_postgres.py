@@ -39,7 +39,10 @@ def _three(url):
 def test_records_cannot_be_changed_through_sql(postgres_url):
     _three(postgres_url)
     for sql in ("UPDATE pymc_dp_records SET body = '{}'", "DELETE FROM pymc_dp_records",
-                "TRUNCATE pymc_dp_records CASCADE"):
+                "TRUNCATE pymc_dp_records CASCADE", "TRUNCATE pymc_dp_budgets CASCADE",
+                "DELETE FROM pymc_dp_budgets", "UPDATE pymc_dp_budgets SET epsilon = 9.0",
+                "UPDATE pymc_dp_budgets SET count = 1",
+                "UPDATE pymc_dp_budgets SET count = 0, head = genesis"):
         with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
             _sql(postgres_url, sql)
 
@@ -52,7 +55,8 @@ def test_records_cannot_be_changed_through_sql(postgres_url):
 ])
 def test_an_altered_history_is_refused(postgres_url, attack):
     budget = _three(postgres_url)
-    _sql(postgres_url, "ALTER TABLE pymc_dp_records DISABLE TRIGGER USER", attack)
+    _sql(postgres_url, "ALTER TABLE pymc_dp_records DISABLE TRIGGER USER",
+         "ALTER TABLE pymc_dp_budgets DISABLE TRIGGER USER", attack)
     for access in (budget.records, lambda: budget.reserve([PureDPEvent(name="x", epsilon=0.1)])):
         with pytest.raises(LedgerIntegrityError, match="cannot be verified"):
             access()
