@@ -136,6 +136,7 @@ def shared_dir():
     path = tempfile.mkdtemp(prefix="pymc_dp_budget_ro_")
     os.chmod(path, 0o755)
     yield path
+    os.chmod(path, 0o755)
     for name in os.listdir(path):
         os.remove(os.path.join(path, name))
     os.rmdir(path)
@@ -153,8 +154,13 @@ def test_a_read_only_store_refuses_the_reservation_with_a_clear_error(shared_dir
     budget = Budget("ro", epsilon=1.0, delta=DELTA, store=store)
     budget.reserve([PureDPEvent(name="first", epsilon=0.1)])
     # a read-only file, or a writable file in a directory where SQLite cannot write its
-    # journal
-    os.chmod(store, 0o644 if what == "file" else 0o666)
+    # journal (as root, the child runs as 'nobody', for whom the owner's bits do not count)
+    root = os.geteuid() == 0
+    if what == "file":
+        os.chmod(store, 0o644 if root else 0o444)
+    else:
+        os.chmod(store, 0o666)
+        os.chmod(shared_dir, 0o755 if root else 0o555)
     message = _as_another_user(_reserve, store)
     assert message.startswith("BudgetStoreError: The budget store"), message
     assert "Nothing was reserved and no data was read" in message
