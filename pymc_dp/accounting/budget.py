@@ -521,7 +521,8 @@ class Budget:
         if witness is None:
             return
         count, _, digest = str(witness).partition(":")
-        if not (count.isdigit() and int(count) < len(chain) and chain[int(count)] == digest):
+        on_chain = count.isascii() and count.isdigit() and int(count) < len(chain)
+        if not (on_chain and chain[int(count)] == digest):
             raise self._altered(
                 "it does not hold the point of its chain named by the witness (history "
                 "rewritten or truncated since the witness was noted, or a witness of "

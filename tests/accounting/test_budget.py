@@ -270,8 +270,9 @@ def test_a_witness_of_the_chain_verifies(any_store):
     budget.reserve([gaussian()])
     budget.verify(witness=w)  # an earlier point still lies on the chain
     Budget("d", epsilon=5.0, delta=DELTA, store=store, witness=w)
-    with pytest.raises(LedgerIntegrityError, match="witness"):
-        budget.verify(witness=early)
+    for bad in (early, "²:x", "no colon", f"99:{w.split(':')[1]}"):
+        with pytest.raises(LedgerIntegrityError, match="witness"):
+            budget.verify(witness=bad)
 
 
 def test_an_unknown_schema_is_refused(store):
