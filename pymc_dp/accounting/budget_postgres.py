@@ -21,7 +21,7 @@ import urllib.parse
 
 from contextlib import contextmanager
 
-from pymc_dp.accounting.budget import _store_error, _Transaction
+from pymc_dp.accounting.budget_store import _store_error, _Transaction
 
 __all__ = ["PostgresStore"]
 

@@ -17,7 +17,7 @@ import pytest
 import pymc_dp
 
 from pymc_dp.accounting import Budget, BudgetStoreError, GaussianEvent, PrivacyLedger, PureDPEvent
-from pymc_dp.accounting.budget import SQLiteStore
+from pymc_dp.accounting.budget_store import SQLiteStore
 from pymc_dp.errors import PrivacyBudgetExceeded
 
 DELTA = 1e-6
