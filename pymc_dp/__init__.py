@@ -5,6 +5,7 @@ safe to share. See ``README.md`` and ``docs/``.
 """
 
 from pymc_dp import _moved, accounting, mechanisms
+from pymc_dp.accounting.budget import Budget
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.results import PrivacyReport, privacy_report, release, sample
 from pymc_dp.abcdp.distances import MMD, ClippedDistance, RandomFeatureMMD
@@ -37,6 +38,7 @@ def __getattr__(name):
 
 __all__ = [
     "ABCDP",
+    "Budget",
     "ClippedDistance",
     "DPBarker",
     "DPHMC",

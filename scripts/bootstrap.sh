@@ -29,6 +29,21 @@ if [ ! -x .venv/bin/python ] || ! is_ok .venv/bin/python; then
   "$py" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
 fi
+# The tests of the PostgreSQL budget store start a server of their own from Debian's
+# postgresql package: install it where it is missing (as root, with apt-get).
+case ",$extra," in
+  *,test,*)
+    if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "Installing Debian's postgresql (for the PostgreSQL budget store's tests)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+      else
+        echo "No PostgreSQL server binaries and no root to install them: the PostgreSQL" \
+             "budget store's tests will FAIL. Install Debian's postgresql package." >&2
+      fi
+    fi
+    ;;
+esac
 spec="."
 [ -n "$extra" ] && spec=".[$extra]"
 .venv/bin/python -m pip install -q -e "$spec"

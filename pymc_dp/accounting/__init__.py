@@ -5,6 +5,7 @@ See ``docs/algorithms.md`` ("Accounting") for the rules, and :mod:`pymc_dp.accou
 for how a ledger composes its events.
 """
 
+from pymc_dp.accounting.budget import Budget, BudgetSlice, BudgetStoreError
 from pymc_dp.accounting.dp_accounting_bridge import (
     UnsupportedEventError,
     pld_delta,
@@ -45,6 +46,9 @@ from pymc_dp.validation import check_delta, check_epsilon, check_releases
 
 __all__ = [
     "BarkerEvent",
+    "Budget",
+    "BudgetSlice",
+    "BudgetStoreError",
     "barker_delta",
     "barker_epsilon",
     "barker_max_iterations",

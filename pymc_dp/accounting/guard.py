@@ -47,7 +47,6 @@ budget). A file ledger cannot do better; a database-backed ledger is planned (is
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import hmac
 import json
 import os
@@ -61,6 +60,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pymc_dp.accounting.events import Event, event_from_dict
+from pymc_dp.accounting.hashchain import canonical as _canonical
+from pymc_dp.accounting.hashchain import link
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import PrivacyBudgetExceeded
 
@@ -382,13 +383,6 @@ def _ledger_of(reservations: list[dict]) -> PrivacyLedger:
     return ledger
 
 
-def _canonical(obj) -> bytes:
-    """One byte string per JSON value: sorted keys, no spaces, ASCII, no NaN."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode("ascii")
-
-
 def _encode(doc: dict) -> bytes:
     return json.dumps(doc, indent=1, allow_nan=False).encode("utf-8")
 
@@ -399,8 +393,7 @@ def _chained_part(record: dict) -> dict:
 
 def _link(key: bytes, prev: str, body) -> str:
     """The hash of ``body`` chained to ``prev``, keyed (HMAC-SHA-256)."""
-    message = prev.encode("ascii") + b"\n" + _canonical(body)
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
+    return link(prev, body, key=key)
 
 
 def _old_format(path: str) -> str:

@@ -251,14 +251,9 @@ class Release:
 
     def _make_event(self) -> Event:
         common = {"name": self.name, "count": 1, "neighbouring": self.neighbouring}
-        if self.kind == LAPLACE:
-            return LaplaceEvent(**common, epsilon=self.epsilon, sensitivity=self.sensitivity)
-        if self.kind == GAUSSIAN:
-            return GaussianEvent(
-                **common,
-                noise_multiplier=self.noise_scale / self.sensitivity,
-                sensitivity=self.sensitivity,
-            )
+        if self.kind in (LAPLACE, GAUSSIAN):
+            return _noise_event(self.kind, common, self.epsilon, self.noise_scale,
+                                self.sensitivity)
         return PureDPEvent(
             **common,
             epsilon=self.epsilon,
@@ -310,6 +305,26 @@ class Release:
             if val is not None:
                 out[key] = val
         return out
+
+
+def _noise_event(kind: str, common: dict, epsilon, noise_scale, sensitivity) -> Event:
+    """The ledger entry of one Laplace or Gaussian release (known before it is made)."""
+    if kind == LAPLACE:
+        return LaplaceEvent(**common, epsilon=epsilon, sensitivity=sensitivity)
+    return GaussianEvent(**common, noise_multiplier=noise_scale / sensitivity,
+                         sensitivity=sensitivity)
+
+
+def _reserve(budget, kind: str, name: str, neighbouring: str, epsilon, scale, sensitivity):
+    """Reserve a release's event in ``budget`` (a :class:`pymc_dp.Budget`) before its
+    value is read; refused releases read nothing."""
+    from pymc_dp.accounting.budget import Budget
+
+    if not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a pymc_dp.Budget, got {type(budget).__name__}")
+    common = {"name": name, "count": 1, "neighbouring": neighbouring}
+    budget.reserve([_noise_event(kind, common, epsilon, scale, sensitivity)],
+                   owner=f"{kind}_release")
 
 
 def clamp(data, *, lower, upper, clip: bool = True) -> np.ndarray:
@@ -381,7 +396,8 @@ def _check_bounds(lower, upper) -> tuple[np.ndarray, np.ndarray]:
 
 
 def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
-                    name: str = "laplace_release", neighbouring: str = "replace_one") -> Release:
+                    name: str = "laplace_release", neighbouring: str = "replace_one",
+                    budget=None) -> Release:
     """Release ``value + Lap(sensitivity / epsilon)`` (independent noise per entry).
 
     ε-DP when ``sensitivity`` bounds the ℓ1 change of the whole statistic (all entries
@@ -405,6 +421,9 @@ def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
         Name of the ledger entry.
     neighbouring : {"replace_one", "add_remove"}
         The relation under which ``sensitivity`` was derived.
+    budget : pymc_dp.Budget, optional
+        The dataset's budget: the release's event is reserved in it before ``value`` is
+        read, or the release is refused (:class:`~pymc_dp.PrivacyBudgetExceeded`).
 
     Returns
     -------
@@ -430,6 +449,8 @@ def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
     bound = None if bound is None else check_positive(bound, "bound")
     scale = _noise_scale(sensitivity / epsilon, sensitivity, bound, "Laplace scale")
     gen = _generator(rng)
+    if budget is not None:
+        _reserve(budget, LAPLACE, name, neighbouring, epsilon, scale, sensitivity)
     s = _bounded(_as_statistic(value), bound)
     noisy = _checked_release(s + gen.laplace(0.0, scale, size=s.shape), scale)
     return Release(
@@ -440,7 +461,7 @@ def laplace_release(value, *, sensitivity, epsilon, rng, bound=None,
 
 def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=None,
                      epsilon=None, delta=None, bound=None, name: str = "gaussian_release",
-                     neighbouring: str = "replace_one") -> Release:
+                     neighbouring: str = "replace_one", budget=None) -> Release:
     """Release ``value + N(0, σ²)`` (independent noise per entry).
 
     Give exactly one of ``sigma``, ``noise_multiplier`` (σ = z·Δ₂) or the pair
@@ -469,6 +490,9 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
         Name of the ledger entry.
     neighbouring : {"replace_one", "add_remove"}
         The relation under which ``sensitivity`` was derived.
+    budget : pymc_dp.Budget, optional
+        The dataset's budget: the release's event is reserved in it before ``value`` is
+        read, or the release is refused (:class:`~pymc_dp.PrivacyBudgetExceeded`).
 
     Returns
     -------
@@ -508,6 +532,8 @@ def gaussian_release(value, *, sensitivity, rng, sigma=None, noise_multiplier=No
         sigma = noise_multiplier_for(epsilon, delta, 1) * sensitivity
     sigma = _noise_scale(sigma, sensitivity, bound, "Gaussian noise sd")
     gen = _generator(rng)
+    if budget is not None:
+        _reserve(budget, GAUSSIAN, name, neighbouring, None, sigma, sensitivity)
     s = _bounded(_as_statistic(value), bound)
     noisy = _checked_release(s + gen.normal(0.0, sigma, size=s.shape), sigma)
     return Release(

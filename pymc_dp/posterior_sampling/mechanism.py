@@ -42,6 +42,7 @@ from pymc.model.fgraph import (
 from pytensor.graph.fg import Output
 
 from pymc_dp.accounting.events import PureDPEvent
+from pymc_dp.accounting.budget import check_share
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_epsilon, check_int, check_positive
@@ -212,6 +213,10 @@ class PosteriorSampling(FixedSettings):
         The model (default: from context). Every free variable must be continuous.
     ledger_dir : str or Path, optional
         Where the budget's ledger file lives (see :class:`pymc_dp.accounting.guard.BudgetGuard`).
+    budget : pymc_dp.Budget, optional
+        A dataset's shared budget to draw from instead of a ledger of its own: the run's
+        reservation must fit both in ``eps`` and in what is left of ``budget``
+        (``docs/budget.md``).
 
     Attributes
     ----------
@@ -291,10 +296,14 @@ class PosteriorSampling(FixedSettings):
         min_ess: float | None = None,
         model: Model | None = None,
         ledger_dir=None,
+        budget=None,
     ):
         check_own_mechanism(self)  # a subclass could release more than its report says
         # Public arguments first: bad input fails before the model or its data is touched.
         self.epsilon = check_epsilon(eps, "eps")
+        if budget is not None:
+            check_share(budget, self.epsilon, None, owner=type(self).__name__,
+                        ledger_dir=ledger_dir, pure=True)
         self.delta = 0.0
         self.draws = check_int(draws, "draws")
         self.max_rhat = float(max_rhat)
@@ -325,9 +334,12 @@ class PosteriorSampling(FixedSettings):
         self.temperature = self.lipschitz.temperature_for(self.epsilon, self.draws)
         self.epsilon_per_draw = self.lipschitz.epsilon_per_draw(self.temperature)
         self.tempered = tempered_model(model, self.temperature)
-        self.guard = BudgetGuard(
-            self.epsilon, 0.0, ledger_dir=ledger_dir, owner=type(self).__name__
-        )
+        if budget is not None:  # a share of the dataset's budget, in its store
+            self.guard = budget.slice(self.epsilon, 0.0, owner=type(self).__name__)
+        else:
+            self.guard = BudgetGuard(
+                self.epsilon, 0.0, ledger_dir=ledger_dir, owner=type(self).__name__
+            )
 
     # ------------------------------------------------------------------ sampling
     def sample(

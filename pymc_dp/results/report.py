@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 
@@ -14,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 
+from pymc_dp.accounting.budget import Budget
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.errors import PrivacyBudgetExceeded
@@ -82,7 +84,11 @@ class PrivacyReport:
                 f"spent by this run: ε = {spent['epsilon']:.6g}; by the step over its life: "
                 f"ε = {spent['step_lifetime_epsilon']:.6g}"
             )
-        for kind, key in (("warm-up for all chains", "shared_warmup"), ("chain", "chains")):
+        remaining = self.details.get("remaining")
+        if remaining:  # a pymc_dp.Budget's
+            lines.append(f"remaining: ε = {remaining['epsilon']:.6g}")
+        for kind, key in (("warm-up for all chains", "shared_warmup"), ("chain", "chains"),
+                          ("release", "releases")):
             for row in self.details.get(key, []):
                 shown = {k: v for k, v in row.items() if k != "events"}
                 lines.append(f"  {kind} " + ", ".join(f"{k}={_fmt(v)}" for k, v in shown.items()))
@@ -90,7 +96,8 @@ class PrivacyReport:
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         if self.details.get("tempered"):
             lines.insert(1, f"TEMPERED TARGET: {self.details['tempered']}")
-        for key in ("guarantee", "not_covered"):  # e.g. pymc_dp.PosteriorSampling's caveats
+        # PosteriorSampling's caveats; a Budget's witness of its hash chain
+        for key in ("guarantee", "not_covered", "witness"):
             if self.details.get(key):
                 lines.append(f"{key.replace('_', ' ')}: {self.details[key]}")
         return "\n".join(lines)
@@ -302,8 +309,11 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
 
     Parameters
     ----------
-    obj : DataTree, PrivateStep or PrivacyLedger
+    obj : DataTree, PrivateStep, Budget or PrivacyLedger
         * a result of :func:`pymc_dp.sample`: its ``dp_report``;
+        * a :class:`pymc_dp.Budget`: every release against its dataset (who, when, its
+          events, its own cost), the composed ε spent and what remains, and the witness of
+          its hash chain (:meth:`pymc_dp.Budget.report`);
         * a result of plain ``pm.sample`` with a Gaussian private step: recomputed from the
           per-draw stats ``dp_mu_chain`` (μ of each chain, tuning included) and ``dp_delta``;
         * a private step: everything it has spent over its life, all runs and processes;
@@ -330,33 +340,55 @@ def privacy_report(obj, *, delta: float | None = None) -> PrivacyReport:
     >>> round(privacy_report(ledger, delta=1e-6).epsilon, 3)
     0.834
     """
-    if isinstance(obj, PrivateStep):
-        ledger = obj.guard.spent()
-        d = obj.delta if delta is None else delta
-        return build_report(
-            ledger.epsilon(d), d, f"{type(obj).__name__} lifetime ledger",
-            budget={
-                "epsilon": obj.epsilon,
-                "delta": obj.delta,
-                "planned_chains": obj.planned_chains,
-            },
-            ledger=ledger.summary(),
-        )
-    if isinstance(obj, PrivacyLedger):
-        if delta is None:
-            raise ValueError("privacy_report(ledger) needs delta=")
-        return build_report(obj.epsilon(delta), delta, "ledger", ledger=obj.summary())
-    if isinstance(obj, xr.DataTree):
-        stats_owner(obj)  # refuses a trace in which another sampler ran: ε would not cover it
-        if "dp_report" in obj.attrs:
-            report = PrivacyReport.from_json(obj.attrs["dp_report"])
-        else:
-            report = _report_from_stats(obj, delta)
-        return _flag_unreleased(report, obj)
+    return _report_of(obj, delta)
+
+
+# What privacy_report reads, one registered rule per type of object.
+@functools.singledispatch
+def _report_of(obj, delta: float | None) -> PrivacyReport:
     lifetime = getattr(obj, "lifetime_privacy_report", None)  # e.g. PosteriorSampling
     if callable(lifetime):
         return lifetime()
     raise TypeError(f"privacy_report does not know how to read a {type(obj).__name__}")
+
+
+@_report_of.register(PrivateStep)
+def _step_report(obj, delta: float | None) -> PrivacyReport:
+    ledger = obj.guard.spent()
+    d = obj.delta if delta is None else delta
+    return build_report(
+        ledger.epsilon(d), d, f"{type(obj).__name__} lifetime ledger",
+        budget={
+            "epsilon": obj.epsilon,
+            "delta": obj.delta,
+            "planned_chains": obj.planned_chains,
+        },
+        ledger=ledger.summary(),
+    )
+
+
+@_report_of.register(PrivacyLedger)
+def _ledger_report(obj, delta: float | None) -> PrivacyReport:
+    if delta is None:
+        raise ValueError("privacy_report(ledger) needs delta=")
+    return build_report(obj.epsilon(delta), delta, "ledger", ledger=obj.summary())
+
+
+@_report_of.register(Budget)
+def _budget_report(obj, delta: float | None) -> PrivacyReport:
+    # (composed at the budget's own δ: the δ it was given is what every release drew from)
+    found = obj.report()
+    return build_report(found["epsilon"], found["delta"], found["source"], **found["details"])
+
+
+@_report_of.register(xr.DataTree)
+def _result_report(obj, delta: float | None) -> PrivacyReport:
+    stats_owner(obj)  # refuses a trace in which another sampler ran: ε would not cover it
+    if "dp_report" in obj.attrs:
+        report = PrivacyReport.from_json(obj.attrs["dp_report"])
+    else:
+        report = _report_from_stats(obj, delta)
+    return _flag_unreleased(report, obj)
 
 
 def _flag_unreleased(report: PrivacyReport, idata: xr.DataTree) -> PrivacyReport:

@@ -220,6 +220,7 @@ class ABCDP(PrivateStep):
         n_pilot: int = 10,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,

@@ -63,6 +63,7 @@ from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, CompoundStep
 from pymc.util import get_state_from_generator
 
+from pymc_dp.accounting.budget import check_share
 from pymc_dp.accounting.events import Event, GaussianEvent
 from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.guard import BudgetGuard
@@ -91,6 +92,7 @@ SHARED_ARGUMENTS = (
     "delta",
     "chains",
     "ledger_dir",
+    "budget",
     "model",
     "initial_point",
     "compile_kwargs",
@@ -126,6 +128,11 @@ chains : int, optional
 ledger_dir : str or Path, optional
     Where the budget ledger file lives (default: ``$PYMC_DP_LEDGER_DIR`` or the system
     temp directory). Copies of the step in other processes share it.
+budget : pymc_dp.Budget, optional
+    A dataset's shared budget to draw from instead of a ledger of the step's own: every
+    chain's reservation must then fit both in the step's (``eps``, ``delta``), its share,
+    and in what is left of ``budget`` (composed with every release against it). ``delta``
+    defaults to the budget's δ.
 model, initial_point, compile_kwargs, rng
     As for PyMC steps.
 blocked : bool
@@ -283,6 +290,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         delta: float | None = None,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
@@ -303,6 +311,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             chains = _check_chains(chains)
         if self.pure_dp and delta is not None:
             raise ValueError(f"{type(self).__name__} is pure ε-DP: it takes no delta.")
+        if budget is not None:
+            delta = check_share(budget, eps, delta, owner=type(self).__name__,
+                                ledger_dir=ledger_dir, pure=self.pure_dp)
 
         model = modelcontext(model)
         if initial_point is None:
@@ -323,9 +334,12 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         else:
             self.delta = float(delta) if delta is not None else 0.1 / self.private_model.n_data
         self.planned_chains = int(chains) if chains is not None else pymc_default_chains()
-        self.guard = BudgetGuard(
-            self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
-        )
+        if budget is not None:  # a share of the dataset's budget, in its store
+            self.guard = budget.slice(self.epsilon, self.delta, owner=type(self).__name__)
+        else:
+            self.guard = BudgetGuard(
+                self.epsilon, self.delta, ledger_dir=ledger_dir, owner=type(self).__name__
+            )
         self.run_id: str | None = None  # set by pymc_dp.sample, recorded with reservations
         self._chain: _ChainBudget | None = None
         self._last_q: np.ndarray | None = None  # the point this step last returned
@@ -407,7 +421,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         the whole run costs, for ``chains`` chains of ``tune + draws`` iterations (default:
         :meth:`default_length`), as Opacus' ``get_noise_multiplier`` shows the noise before
         training. The step keeps the chain split; a run of another length is calibrated
-        again when it starts.
+        again when it starts. With a shared ``budget=``, a run that does not fit in what
+        that budget has left now is refused here (nothing is reserved).
 
         Examples
         --------
@@ -438,6 +453,11 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         from pymc_dp.accounting.ledger import PrivacyLedger
 
         ledger = PrivacyLedger([e for _ in range(chains) for e in events])
+        shared = getattr(self.guard, "check_fits", None)  # a share of a pymc_dp.Budget
+        if shared is not None:
+            # The whole run must fit in what the dataset's budget has left, or its last
+            # chains would be refused after the first had spent their share.
+            shared(list(ledger))
         return RunPlan(
             step=type(self).__name__,
             chains=chains,
@@ -570,6 +590,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "the run with chains=... (and the length you sample), or create a new step "
                 "with its own budget. No data was read for this chain."
             )
+        shared = getattr(self.guard, "check_fits", None)  # a share of a pymc_dp.Budget
+        if shared is not None:
+            shared(events)
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         chain = self._chain

@@ -141,6 +141,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point=None,
         compile_kwargs=None,

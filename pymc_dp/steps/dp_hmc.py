@@ -248,6 +248,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         method: str = "auto",
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point=None,
         compile_kwargs=None,

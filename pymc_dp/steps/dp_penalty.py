@@ -121,6 +121,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point=None,
         compile_kwargs=None,

@@ -140,6 +140,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point=None,
         compile_kwargs=None,

@@ -84,6 +84,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         tune_interval: int = 100,
         chains: int | None = None,
         ledger_dir=None,
+        budget=None,
         model=None,
         initial_point=None,
         compile_kwargs=None,

@@ -23,9 +23,10 @@ NONE = "-"  # no annotation
 
 # (name, default's repr, annotation) of every keyword-only argument; ``vars=None`` comes
 # first, positional or keyword, in every step.
-TAIL = [  # every step's last seven
+TAIL = [  # every step's last eight
     ("chains", "None", "int | None"),
     ("ledger_dir", "None", NONE),
+    ("budget", "None", NONE),  # a shared pymc_dp.Budget (issue 16)
     ("model", "None", NONE),
     ("initial_point", "None", NONE),
     ("compile_kwargs", "None", NONE),
