@@ -8,6 +8,9 @@ for how a ledger composes its events.
 from pymc_dp.accounting.budget import Budget, BudgetSlice, BudgetStoreError
 from pymc_dp.accounting.dp_accounting_bridge import (
     UnsupportedEventError,
+    export_dp_event,
+    export_json,
+    import_json,
     pld_delta,
     pld_epsilon,
     rdp_delta,
@@ -76,5 +79,8 @@ __all__ = [
     "rdp_delta",
     "rdp_epsilon",
     "to_dp_event",
+    "export_dp_event",
+    "export_json",
+    "import_json",
     "zcdp_epsilon",
 ]

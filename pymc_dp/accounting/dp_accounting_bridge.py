@@ -53,6 +53,7 @@ the noise multiplier against a bound C on the *norm of one record's contribution
 from __future__ import annotations
 
 import functools
+import json
 import math
 import numbers
 
@@ -61,6 +62,7 @@ from fractions import Fraction
 
 import dp_accounting
 
+from dp_accounting import dp_event as _dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
@@ -83,6 +85,9 @@ __all__ = [
     "rdp_delta",
     "rdp_epsilon",
     "to_dp_event",
+    "export_dp_event",
+    "export_json",
+    "import_json",
 ]
 
 NeighborRel = dp_accounting.NeighboringRelation
@@ -490,3 +495,92 @@ def rdp_delta(
     if _is_empty(events):
         return 0.0
     return float(acc.get_delta(epsilon))
+
+
+# ---------------------------------------------------------------------- export
+def export_dp_event(events: Iterable[Event], accountant: str) -> dp_accounting.DpEvent:
+    """Every event of a ledger as one dp-accounting ``ComposedDpEvent``, for ``accountant``.
+
+    The events are in ``accountant``'s own convention (see "Sensitivity conventions" above):
+    compose the result only in a dp-accounting accountant of that kind (``"pld"``: a
+    ``PLDAccountant``; ``"rdp"``: an ``RdpAccountant``) built with the ledger's
+    neighbouring relation (:func:`common_neighbouring`). Under replace-one neighbouring a
+    plain Gaussian exported for ``"pld"`` and composed by an RDP accountant would count a
+    quarter of its μ. Pure events (Laplace, pure ε, DP Barker) have no dp-accounting form
+    here and are refused: add their ε by basic composition.
+
+    Raises
+    ------
+    UnsupportedEventError
+        An event ``accountant`` cannot account for, or one with no dp-accounting form.
+
+    Examples
+    --------
+    >>> from pymc_dp.accounting.events import GaussianEvent
+    >>> ev = export_dp_event([GaussianEvent(name="g", noise_multiplier=2.0, count=3)], "rdp")
+    >>> ev.events[0].count, ev.events[0].event.noise_multiplier
+    (3, 2.0)
+    """
+    events = [e for e in events if e.count > 0]
+    common_neighbouring(events)  # (one relation, or refused)
+    return dp_accounting.ComposedDpEvent([to_dp_event(e, accountant) for e in events])
+
+
+def export_json(events: Iterable[Event], accountant: str) -> str:
+    """:func:`export_dp_event` as JSON that names its accountant and neighbouring relation.
+
+    The event is dp-accounting's own named-tuple form (``DpEvent.to_named_tuple``) with
+    field names kept; :func:`import_json` reads it back.
+    """
+    events = list(events)
+    relation = _RELATIONS[common_neighbouring(events)] if events else None
+    return json.dumps({
+        "format": _EXPORT_FORMAT,
+        "accountant": _check_accountant(accountant),
+        "neighboring_relation": None if relation is None else relation.name,
+        "event": _plain(export_dp_event(events, accountant).to_named_tuple()),
+    })
+
+
+def import_json(text: str) -> tuple[dp_accounting.DpEvent, str, NeighborRel | None]:
+    """``(event, accountant, neighbouring relation)`` from :func:`export_json`'s text.
+
+    Only event classes of ``dp_accounting.dp_event`` are built (the text names classes:
+    nothing else is imported or called).
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != _EXPORT_FORMAT:
+        raise ValueError(f"not a {_EXPORT_FORMAT!r} document")
+    relation = data["neighboring_relation"]
+    return (
+        _event_from_plain(data["event"]),
+        _check_accountant(data["accountant"]),
+        None if relation is None else NeighborRel[relation],
+    )
+
+
+_EXPORT_FORMAT = "pymc_dp dp-accounting export 1"
+
+
+def _plain(value):
+    """dp-accounting's named tuples as dicts (field names kept), recursively."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _event_from_plain(value):
+    if isinstance(value, list):
+        return [_event_from_plain(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    fields = dict(value)
+    module, name = fields.pop("module_name", None), fields.pop("class_name", None)
+    cls = getattr(_dp_event, str(name), None)
+    if module != "dp_accounting.dp_event" or not (
+        isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent)
+    ):
+        raise ValueError("the document names a class that is not a dp-accounting DpEvent")
+    return cls(**{k: _event_from_plain(v) for k, v in fields.items()})

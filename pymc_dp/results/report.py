@@ -53,6 +53,21 @@ class PrivacyReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
+    def ledger(self) -> PrivacyLedger:
+        """The events this report's run reserved, as a ledger (e.g. to export them to
+        dp-accounting: :func:`pymc_dp.accounting.export_json`).
+
+        Raises
+        ------
+        ValueError
+            The report lists no events (a report recomputed from a trace's stats, a
+            lifetime or budget report: use the step's or budget's own ledger).
+        """
+        rows = [*self.details.get("shared_warmup", []), *self.details.get("chains", [])]
+        if not rows or not all("events" in row for row in rows):
+            raise ValueError("This report lists no events of its run.")
+        return PrivacyLedger([event_from_dict(e) for row in rows for e in row["events"]])
+
     @classmethod
     def from_json(cls, text: str) -> PrivacyReport:
         """The report :meth:`to_json` wrote (as a result's ``dp_report`` attr holds it)."""
