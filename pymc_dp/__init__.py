@@ -26,14 +26,8 @@ __version__ = "0.1.0"
 _moved.install()
 
 
-def __getattr__(name):
-    # ``pymc_dp.lipschitz`` was a top-level name; it lives with posterior sampling now.
-    if name == "lipschitz":
-        _moved.warn_moved("pymc_dp.lipschitz")
-        from pymc_dp.posterior_sampling import lipschitz
-
-        return lipschitz
-    raise AttributeError(f"module 'pymc_dp' has no attribute {name!r}")
+# ``pymc_dp.lipschitz``, ``pymc_dp.sampling``, …: the modules that moved, for one release.
+__getattr__ = _moved.package_getattr("pymc_dp")
 
 
 __all__ = [

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 import warnings
 
-__all__ = ["MOVED", "install"]
+__all__ = ["MOVED", "install", "package_getattr", "warn_moved"]
 
 #: Old module path → new module path.
 MOVED = {
@@ -46,12 +46,29 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        warn_moved(spec.name, stacklevel=4)
-        return importlib.import_module(MOVED[spec.name])
+        # (stacklevel: the user's import line; importlib's own frames are not counted)
+        warn_moved(spec.name, stacklevel=3)
+        module = importlib.import_module(MOVED[spec.name])
+        spec.loader_state = module.__spec__  # (importlib now gives the module this spec)
+        return module
 
     def exec_module(self, module):
-        # (the module is the new one, already executed; keep its own name and spec)
-        pass
+        # The module is the new one, already executed: give it back its own spec.
+        module.__spec__ = module.__spec__.loader_state
+
+
+def package_getattr(package: str):
+    """A package's ``__getattr__`` for its submodules that moved: ``pymc_dp.sampling`` after
+    ``import pymc_dp`` gives the new module, with the warning."""
+
+    def __getattr__(name):
+        old = f"{package}.{name}"
+        if old not in MOVED:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warn_moved(old)
+        return importlib.import_module(MOVED[old])
+
+    return __getattr__
 
 
 def install() -> None:

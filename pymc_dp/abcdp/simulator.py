@@ -54,7 +54,8 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.model.data import data_variables
+from pymc_dp.model.constants import array_constants, constant_uses, has_rows
+from pymc_dp.model.data import data_variables, reads_any
 
 __all__ = ["SimulatorModel", "find_held_observations", "simulate_summaries"]
 
@@ -153,6 +154,7 @@ class SimulatorModel:
         self.observed_shape = self._observed_shape(obs_var, sim_rv.name)
         self.observed_dtype = np.dtype(obs_var.type.dtype)
         self.n_rows = int(self.observed_shape[0])
+        self._check_prior_holds_no_data(model, sim_rv, params)
         # Constants the prior draws and simulations are computed from (public inputs) are
         # checked against the data by check_data, like the arrays the simulator can reach.
         self._constants = [
@@ -165,6 +167,43 @@ class SimulatorModel:
         self._check_simulation_shape()
 
     # ------------------------------------------------------------------ validation
+    def _check_prior_holds_no_data(self, model: Model, sim_rv, params) -> None:
+        """Refuse priors written with arrays of one entry per row, and values of a dimension
+        length read where a number is expected.
+
+        The prior draws are released as they are. Besides containers (checked above), a
+        prior can hold data as a NumPy array written into it (a location ``x.mean()`` of a
+        sorted or shifted copy of the observations, also inside a ``pm.CustomDist``): the
+        rule of :mod:`pymc_dp.model` for priors, one entry per row and more than one number,
+        refuses it. A mutable dimension's length is public as a shape, but read as a value
+        (``pm.Normal("mu", m.dim_lengths["k"], 1)``) it may be a count of the data.
+        """
+        free = set(model.free_RVs)
+        n = self.n_rows
+        for rv in model.free_RVs:
+            as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
+            graph = model.logp(vars=[rv])
+            if has_rows(as_written, n) or has_rows(array_constants([graph], inner=True), n):
+                raise UnsupportedModelError(
+                    f"The prior of {rv.name!r} holds an array with one entry per row of the "
+                    "observations. ABCDP's prior draws are public and must not depend on "
+                    "data; if the array is a public constant of the analysis, compute the "
+                    "prior's parameters from it before building the model."
+                )
+        lengths = [v for v in model.dim_lengths.values() if isinstance(v, SharedVariable)]
+        reads_length = [
+            rv.name for rv in [*model.free_RVs, sim_rv]
+            if lengths and reads_any(  # (other variables' sizes may read it: shapes)
+                list(rv.owner.op.dist_params(rv.owner)), lengths, blockers=list(free - {rv})
+            )
+        ]
+        if reads_length:
+            raise UnsupportedModelError(
+                f"The parameters of {reads_length} read the length of a mutable dimension as "
+                "a value. ABCDP's prior draws and simulations are public, and such a length "
+                "may be a count of the data: use a constant."
+            )
+
     @staticmethod
     def _find_simulator(model: Model):
         observed = list(model.observed_RVs)

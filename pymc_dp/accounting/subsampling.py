@@ -139,3 +139,22 @@ def subsampled_noise_multiplier(
             return z, queries
         z *= 1.001
     raise RuntimeError("noise calibration did not converge")  # pragma: no cover
+
+
+#: The RDP analysis that lived here until it moved to :mod:`pymc_dp.accounting.rdp`.
+_MOVED_TO_RDP = frozenset(
+    {"rdp_to_delta", "rdp_to_epsilon", "thesis_subsampled_gaussian_rdp", "wbk_subsampled_rdp"}
+)
+
+
+def __getattr__(name):
+    # (for one release: the old import path of the RDP analysis still works, with a warning)
+    if name not in _MOVED_TO_RDP:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    from pymc_dp.accounting import rdp
+
+    warnings.warn(f"{__name__}.{name} moved to pymc_dp.accounting.rdp; the old path goes in "
+                  "the next release.", DeprecationWarning, stacklevel=2)
+    return getattr(rdp, name)

@@ -56,7 +56,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar.basic import Cast, ScalarOp, Second
-from pytensor.tensor import nlinalg, slinalg
+from pytensor.tensor import linalg
 from pytensor.tensor.basic import (
     ARange,
     Alloc,
@@ -1019,19 +1019,19 @@ def _scalar(node, axes, n):
     ExtractDiag,
     SortOp,
     ArgSortOp,
-    slinalg.Cholesky,
-    slinalg.SolveBase,
-    slinalg.Eigvalsh,
-    slinalg.Expm,
-    slinalg.LU,
-    slinalg.LUFactor,
-    slinalg.QR,
-    nlinalg.MatrixInverse,
-    nlinalg.MatrixPinv,
-    nlinalg.Det,
-    nlinalg.SLogDet,
-    nlinalg.Eigh,
-    nlinalg.SVD,
+    linalg.Cholesky,
+    linalg.SolveBase,
+    linalg.Eigvalsh,
+    linalg.Expm,
+    linalg.LU,
+    linalg.LUFactor,
+    linalg.QR,
+    linalg.MatrixInverse,
+    linalg.MatrixPinv,
+    linalg.Det,
+    linalg.SLogDet,
+    linalg.Eigh,
+    linalg.SVD,
 )
 def _row_free_only(node, axes, n):
     """Known Ops (read only their inputs) without a rule for per-datum values.

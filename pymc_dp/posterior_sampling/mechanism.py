@@ -174,7 +174,7 @@ def tempered_model(model: Model, temperature: float) -> Model:
 
 
 # ---------------------------------------------------------------------- the mechanism
-@own_mechanism
+@own_mechanism(former_names=("pymc_dp.posterior_sampling.PosteriorSampling",))
 class PosteriorSampling(FixedSettings):
     r"""The posterior sampling mechanism: N draws of a tempered posterior, pure ε-DP.
 

@@ -19,3 +19,18 @@ __all__ = [
     "release",
     "sample",
 ]
+
+
+def __getattr__(name):
+    # (``from pymc_dp.sampling import n_individuals`` and the like: the old module held
+    # these; for one release they are found in its parts, with a warning)
+    import importlib
+    import warnings
+
+    for part in ("sharing", "report", "sampling"):
+        module = importlib.import_module(f"{__name__}.{part}")
+        if name in vars(module):
+            warnings.warn(f"import {name} from {module.__name__}; this path goes in the next "
+                          "release.", DeprecationWarning, stacklevel=2)
+            return vars(module)[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

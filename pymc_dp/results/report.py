@@ -266,7 +266,7 @@ def build_report(
     return PrivacyReport(epsilon, delta, source, details)
 
 
-def _trace_cost(step_class, stats, delta: float):
+def _trace_cost(step_class, stats):
     """``(TraceCost, ledger)`` of a trace's chains and shared warm-up, read by the step
     class that declares the stats; ``None`` if its privacy stats are not there."""
     cost = None if stats is None else step_class.cost_from_stats(stats)
@@ -307,7 +307,7 @@ def _trace_spent(steps: list[PrivateStep], idata) -> dict | None:
     """
     if len(steps) != 1:
         return None
-    found = _trace_cost(type(steps[0]), idata.children.get("sample_stats"), steps[0].delta)
+    found = _trace_cost(type(steps[0]), idata.children.get("sample_stats"))
     if found is None:
         return None
     cost, ledger = found
@@ -437,7 +437,7 @@ def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport
     owner = stats_owner(idata)
     stats = idata.children.get("sample_stats")
     step_class = None if owner is None else own_step_class(owner[0])
-    found = None if step_class is None else _trace_cost(step_class, stats, 0.0)
+    found = None if step_class is None else _trace_cost(step_class, stats)
     if found is None:
         raise ValueError(
             "This result carries no privacy information: it was not produced by a pymc_dp "

@@ -124,13 +124,23 @@ def own_step_class(name: str) -> type | None:
 _MECHANISMS: list[type] = []
 
 
-def own_mechanism(cls: type) -> type:
+def own_mechanism(cls: type | None = None, *, former_names: tuple[str, ...] = ()):
     """Class decorator: a mechanism of pymc_dp's own (not a step) whose results
-    :func:`release` accepts. Only classes defined inside pymc_dp may register."""
-    if not cls.__module__.startswith("pymc_dp."):
-        raise TypeError(f"{qualified_name(cls)} is not defined in pymc_dp")
-    _MECHANISMS.append(cls)
-    return cls
+    :func:`release` accepts. Only classes defined inside pymc_dp may register.
+    ``former_names``: where the class lived before (results made then name it there)."""
+
+    def register(cls: type) -> type:
+        if not cls.__module__.startswith("pymc_dp."):
+            raise TypeError(f"{qualified_name(cls)} is not defined in pymc_dp")
+        _MECHANISMS.append(cls)
+        _FORMER_NAMES.update(dict.fromkeys(former_names, cls))
+        return cls
+
+    return register if cls is None else register(cls)
+
+
+#: Earlier qualified names of pymc_dp's own classes, as older results' reports name them.
+_FORMER_NAMES: dict[str, type] = {}
 
 
 def _own_mechanisms() -> tuple[type, ...]:
@@ -429,7 +439,7 @@ def _check_made_by(idata) -> None:
     if "dp_report" not in idata.attrs:
         return
     made_by = json.loads(idata.attrs["dp_report"]).get("made_by")
-    own = {qualified_name(cls) for cls in _own_mechanisms()}
+    own = {qualified_name(cls) for cls in _own_mechanisms()} | set(_FORMER_NAMES)
     if not made_by or not set(made_by) <= own:
         raise ValueError(
             "The privacy report of this result does not say it was made by pymc_dp's own "

@@ -166,6 +166,23 @@ def test_release_is_safe_and_states_its_guarantee(beta_bernoulli_release, bernou
     assert str(int(bernoulli_data.sum())) not in json.dumps(d["sampler"])
 
 
+def test_results_made_before_the_module_moved_are_still_released(beta_bernoulli_release):
+    # Reports written before PosteriorSampling moved into its package name it at its old
+    # path; another name is still refused.
+    _, idata, model = beta_bernoulli_release
+    for made_by, accepted in (("pymc_dp.posterior_sampling.PosteriorSampling", True),
+                              ("mypackage.PosteriorSampling", False)):
+        old = idata.copy()
+        report = json.loads(old.attrs["dp_report"])
+        report["made_by"] = [made_by]
+        old.attrs["dp_report"] = json.dumps(report)
+        if accepted:
+            assert set(pymc_dp.release(old, model=model).posterior.data_vars) == {"p", "odds"}
+        else:
+            with pytest.raises(ValueError, match="made_by"):
+                pymc_dp.release(old, model=model)
+
+
 def test_deterministics_that_read_data_are_not_released():
     y = np.array([0, 1, 1, 0, 1])
     with pm.Model():

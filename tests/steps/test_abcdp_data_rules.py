@@ -562,3 +562,49 @@ def test_simulator_parameters_that_read_data_are_refused(kind, tmp_path):
     with pytest.raises(UnsupportedModelError, match="parameters of simulator 'y' read"):
         build(model, tmp_path / "ledger")
     assert no_ledger(tmp_path / "ledger")
+
+
+def _prior_centred_on(make_location):
+    import pytensor.tensor as pt
+
+    with pm.Model() as model:
+        mu = pm.CustomDist(
+            "mu", dist=lambda size: pm.Normal.dist(make_location(pt), 2.0, size=size)
+        ) if make_location is not None else None
+        pm.Simulator("y", normal_sim, mu, observed=Y)
+    return model
+
+
+@pytest.mark.parametrize("copy", [
+    lambda pt: pt.as_tensor(np.sort(Y)).mean(),           # inside a CustomDist's graph
+    lambda pt: pt.as_tensor(Y + 1e-9).mean(),
+    lambda pt: pt.as_tensor(Y.astype(np.float32)).mean(),
+])
+def test_a_prior_holding_a_copy_of_the_observations_is_refused(copy, tmp_path):
+    # (a copy, not the observations themselves: an array of one entry per row is refused
+    # as the model adapter refuses it in priors)
+    with pytest.raises(UnsupportedModelError, match="prior of 'mu' holds an array"):
+        build(_prior_centred_on(copy), tmp_path / "ledger")
+    assert no_ledger(tmp_path / "ledger")
+
+
+def test_a_prior_reading_a_dimension_length_as_a_value_is_refused(tmp_path):
+    import pytensor
+
+    with pm.Model() as model:
+        model.add_coord("k", length=pytensor.shared(np.int64((Y > 1).sum())))
+        mu = pm.Normal("mu", model.dim_lengths["k"].astype("float64"), 2.0)
+        pm.Simulator("y", normal_sim, mu, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="length of a mutable dimension"):
+        build(model, tmp_path / "ledger")
+    assert no_ledger(tmp_path / "ledger")
+
+
+def test_a_prior_with_a_dimension_is_accepted(tmp_path):
+    import pytensor
+
+    with pm.Model(coords={"k": range(3)}) as model:
+        model.add_coord("m", length=pytensor.shared(np.int64(2)))
+        w = pm.Normal("w", 0.0, 1.0, dims="m")
+        pm.Simulator("y", lambda rng, w, size: rng.normal(w.sum(), 1.0, size), w, observed=Y)
+    build(model, tmp_path / "ledger")
