@@ -33,18 +33,18 @@ def test_the_wheel_holds_the_package_and_runs_installed_alone(tmp_path):
                     str(target), str(wheel)], check=True, capture_output=True)
     code = (
         "import numpy as np, pymc as pm, pymc_dp, pymc_dp.model, pymc_dp.results\n"
-        "assert pymc_dp.__file__.startswith(%r)\n"
+        "assert pymc_dp.__file__.startswith(TARGET)\n"
         "with pm.Model():\n"
         "    mu = pm.Normal('mu', 0, 5)\n"
         "    pm.Normal('y', mu, 1, observed=np.random.default_rng(0).normal(size=200))\n"
         "    idata = pymc_dp.sample(step=pymc_dp.DPPenalty(eps=1.0), chains=1, draws=20,\n"
         "                           tune=20, random_seed=0, progressbar=False)\n"
         "print(pymc_dp.privacy_report(idata).epsilon)\n"
-    ) % str(target)
+    )
     env = {"PYTHONPATH": f"{target}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin",
            "PYMC_DP_LEDGER_DIR": str(tmp_path / "ledgers"), "HOME": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-I", "-c", code] if False else
-                         [sys.executable, "-c", code], cwd=tmp_path, env=env,
+    code = f"TARGET = {str(target)!r}\n" + code
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert float(run.stdout.strip().splitlines()[-1]) <= 1.0 + 1e-9

@@ -153,7 +153,7 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import warnings
 
-    from pymc_dp.accounting import rdp
+    import pymc_dp.accounting.rdp as rdp
 
     warnings.warn(f"{__name__}.{name} moved to pymc_dp.accounting.rdp; the old path goes in "
                   "the next release.", DeprecationWarning, stacklevel=2)
