@@ -55,7 +55,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.constants import array_constants, constant_uses, has_rows
-from pymc_dp.model.data import data_variables, reads_any
+from pymc_dp.model.data import data_variables, read_unshaped_lengths
 
 __all__ = ["SimulatorModel", "find_held_observations", "simulate_summaries"]
 
@@ -175,8 +175,9 @@ class SimulatorModel:
         prior can hold data as a NumPy array written into it (a location ``x.mean()`` of a
         sorted or shifted copy of the observations, also inside a ``pm.CustomDist``): the
         rule of :mod:`pymc_dp.model` for priors, one entry per row and more than one number,
-        refuses it. A mutable dimension's length is public as a shape, but read as a value
-        (``pm.Normal("mu", m.dim_lengths["k"], 1)``) it may be a count of the data.
+        refuses it. A dimension's length is public as the shape of a variable (it is released
+        with the draws), but the length of a dimension no variable has, read as a value
+        (``pm.Normal("mu", m.dim_lengths["k"], 1)``), may be a count of the data.
         """
         free = set(model.free_RVs)
         n = self.n_rows
@@ -190,18 +191,12 @@ class SimulatorModel:
                     "data; if the array is a public constant of the analysis, compute the "
                     "prior's parameters from it before building the model."
                 )
-        lengths = [v for v in model.dim_lengths.values() if isinstance(v, SharedVariable)]
-        reads_length = [
-            rv.name for rv in [*model.free_RVs, sim_rv]
-            if lengths and reads_any(  # (other variables' sizes may read it: shapes)
-                list(rv.owner.op.dist_params(rv.owner)), lengths, blockers=list(free - {rv})
-            )
-        ]
+        reads_length = read_unshaped_lengths(model, [*model.free_RVs, sim_rv])
         if reads_length:
             raise UnsupportedModelError(
-                f"The parameters of {reads_length} read the length of a mutable dimension as "
-                "a value. ABCDP's prior draws and simulations are public, and such a length "
-                "may be a count of the data: use a constant."
+                f"The parameters of {reads_length} read, as a value, the length of a dimension "
+                "no variable has. ABCDP's prior draws and simulations are public, and such a "
+                "length may be a count of the data: use a constant."
             )
 
     @staticmethod

@@ -27,6 +27,7 @@ __all__ = [
     "public_data",
     "is_public",
     "data_dependent_deterministics",
+    "read_unshaped_lengths",
 ]
 
 
@@ -134,4 +135,26 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
         d.name
         for d in model.deterministics
         if reads_any(model.replace_rvs_by_values([d]), data_vars)
+    ]
+
+
+def read_unshaped_lengths(model: Model, rvs) -> list[str]:
+    """Names of the variables among ``rvs`` whose parameters read, as a value, the length of
+    a dimension that no variable of the model has.
+
+    The length of a dimension some variable has is public: it is a shape of what is
+    released (or n). A length only read as a number (``pm.Normal("mu",
+    m.dim_lengths["k"], 1)``) may be a count of the data, and is refused where a value must
+    be public. Reads structure only; other variables' sizes (shapes) are not followed.
+    """
+    shaped = {d for dims in model.named_vars_to_dims.values() for d in dims if d}
+    lengths = [
+        v for d, v in model.dim_lengths.items() if d not in shaped and isinstance(v, SharedVariable)
+    ]
+    if not lengths:
+        return []
+    free = set(model.free_RVs)
+    return [
+        rv.name for rv in rvs
+        if reads_any(list(rv.owner.op.dist_params(rv.owner)), lengths, blockers=list(free - {rv}))
     ]

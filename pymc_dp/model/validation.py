@@ -25,6 +25,7 @@ from pymc_dp.model.data import (
     data_containers,
     numeric_value,
     private_data_variables,
+    read_unshaped_lengths,
     reads_any,
 )
 from pymc_dp.model.constants import (
@@ -264,6 +265,14 @@ class ModelChecks:
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             if has_rows(as_written, n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
+        reading = read_unshaped_lengths(model, [*model.free_RVs, *model.observed_RVs])
+        if reading:
+            # (a prior is added without noise; a likelihood's number shared by every row is
+            # taken as public by the row-locality proof)
+            raise UnsupportedModelError(
+                f"The parameters of {reading} read, as a value, the length of a dimension no "
+                "variable has; it may be a count of the data. Use a public constant."
+            )
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
             if reads_any(graph, data_vars) or array_constants(graph, inner=True):

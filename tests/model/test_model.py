@@ -609,3 +609,19 @@ def test_a_clipped_sum_that_comes_back_in_float32_is_refused():
     pmodel._ratio_fn = lambda *args: (lambda out: (out[0], np.float32(out[1])))(compiled(*args))
     with pytest.raises(RuntimeError, match="came back in float32"):
         pmodel.clipped_ratio(np.zeros(1), current, 1.0)
+
+
+def test_a_dimension_length_read_as_a_value_is_refused_unless_a_variable_has_it():
+    import pytensor
+
+    y = np.random.default_rng(0).normal(size=50)
+    with pm.Model(coords={"g": range(3)}) as m:
+        m.add_coord("k", length=pytensor.shared(np.int64((y > 1).sum())))
+        mu = pm.Normal("mu", m.dim_lengths["k"].astype("float64"), 2.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    with pytest.raises(UnsupportedModelError, match="length of a dimension no variable has"):
+        PrivateModel(m)
+    with pm.Model(coords={"g": range(3)}) as m:  # the length of g is the shape of z: public
+        z = pm.ZeroSumNormal("z", dims="g")
+        pm.Normal("y", z[0], 1.0, observed=y)
+    PrivateModel(m)
