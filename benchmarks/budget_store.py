@@ -46,7 +46,7 @@ def _work(store, name, n, gaussian):
 def rate(store: str, total: int, procs: int, gaussian: bool) -> float:
     """Reservations per second of ``procs`` processes sharing ``total`` reservations."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
-    pymc_dp.Budget(name, epsilon=1e3, delta=1e-6, store=store)
+    pymc_dp.Budget(name, epsilon=1e3, delta=1e-6, store=store, create=True)
     ctx = multiprocessing.get_context("fork")
     start = time.perf_counter()
     if procs == 1:

@@ -61,7 +61,7 @@ import uuid
 
 from pymc_dp.accounting.budget_store import SCHEMA_VERSION, BudgetStoreError, SQLiteStore
 from pymc_dp.accounting.events import event_from_dict
-from pymc_dp.accounting.guard import LedgerIntegrityError, _check_directory, default_ledger_dir
+from pymc_dp.accounting.guard import LedgerIntegrityError
 from pymc_dp.accounting.hashchain import canonical, link
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_delta, check_epsilon
@@ -79,23 +79,29 @@ __all__ = [
 _FORMAT = "pymc_dp.Budget"
 _VERSION = 1
 #: Keys of a record's body set by the budget; ``**info`` may not use them.
-_RESERVED = frozenset({"events", "time", "pid", "host", "owner", "slice", "cap"})
+_RESERVED = frozenset({"events", "time", "pid", "host", "owner", "slice", "cap",
+                       "seq", "hash", "when", "epsilon"})
 
 
 def default_budget_store() -> str:
-    """The SQLite file a :class:`Budget` uses unless given ``store=``.
+    """The store a :class:`Budget` uses unless given ``store=``: ``$PYMC_DP_BUDGET_STORE``.
 
-    ``$PYMC_DP_BUDGET_STORE`` if set, else ``budgets.sqlite`` in
-    :func:`~pymc_dp.accounting.guard.default_ledger_dir` (a directory of the current user's
-    own, mode 0700). A budget shared by a team needs a store all of them open: pass it.
+    There is no other default: a budget in a temporary directory would be lost with it (at a
+    reboot, say), and a new one would start with the whole budget again.
+
+    Raises
+    ------
+    ValueError
+        If the variable is not set.
     """
     env = os.environ.get("PYMC_DP_BUDGET_STORE")
-    if env:
-        return env
-    directory = default_ledger_dir()
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _check_directory(directory)
-    return str(directory / "budgets.sqlite")
+    if not env:
+        raise ValueError(
+            "A Budget needs store=: a file path or a PostgreSQL URL that every analysis of the "
+            "dataset opens and that outlives them (or set $PYMC_DP_BUDGET_STORE). There is no "
+            "default in a temporary directory: a budget lost with it would start again whole."
+        )
+    return env
 
 
 def open_store(store):
@@ -140,7 +146,12 @@ class Budget:
         δ in [0, 1): 0 for a budget of pure ε-DP releases only.
     store : str or Path, optional
         A file path or ``sqlite:///path`` (SQLite), or ``postgresql://…``. Default:
-        :func:`default_budget_store`.
+        ``$PYMC_DP_BUDGET_STORE`` (:func:`default_budget_store`); there is no other.
+    create : bool
+        Make this dataset's budget: once, when the dataset is first analysed (a curator's
+        step). Refused if the store already holds a budget of that name. Without it the
+        budget must exist: a store that is missing, emptied or replaced is refused, never
+        recreated with the whole budget again.
     witness : str, optional
         A :meth:`witness` noted earlier: the store must still hold that point of its chain.
 
@@ -150,14 +161,15 @@ class Budget:
         If the budget exists in the store with another (ε, δ), or the store cannot be
         verified (its hash chain is broken, its schema unknown, or ``witness`` not on it).
     BudgetStoreError
-        If the store cannot be opened, or created where it does not exist yet.
+        If the store cannot be opened, or holds no budget of that name (without ``create``),
+        or already holds one (with ``create``).
 
     Examples
     --------
     >>> import tempfile, pymc_dp
     >>> from pymc_dp.accounting import GaussianEvent, LaplaceEvent
     >>> store = tempfile.mkdtemp() + "/budgets.db"
-    >>> b = pymc_dp.Budget("census-2020", epsilon=2.0, delta=1e-6, store=store)
+    >>> b = pymc_dp.Budget("census-2020", epsilon=2.0, delta=1e-6, store=store, create=True)
     >>> _ = b.reserve([LaplaceEvent(name="count", epsilon=0.5)], owner="a count")
     >>> _ = b.reserve([GaussianEvent(name="mean", count=4, noise_multiplier=10.0)])
     >>> round(b.spent().epsilon(1e-6), 4), len(b.records())
@@ -168,7 +180,10 @@ class Budget:
     pymc_dp.errors.PrivacyBudgetExceeded: The reservation would take the budget 'census-2020' ...
     """
 
-    def __init__(self, name: str, *, epsilon: float, delta: float, store=None, witness=None):
+    def __init__(
+        self, name: str, *, epsilon: float, delta: float, store=None, witness=None,
+        create: bool = False,
+    ):
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             raise ValueError("name must be a non-empty string of at most 200 characters")
         self.name = name
@@ -185,18 +200,30 @@ class Budget:
             "epsilon": self.epsilon,
             "delta": self.delta,
         }
-        # Read first (a read-only store can still be read); create only if missing.
-        with self._store.transaction(write=False, create=True) as tx:
-            exists = self._schema_ok(tx, create=False) and tx.budget(self.name) is not None
-            if exists:
+        if not isinstance(create, bool):
+            raise ValueError(f"create must be True or False, got {type(create).__name__}")
+        if not create:
+            # Read only: a store or budget that is not there is refused, never made again.
+            with self._store.transaction(write=False) as tx:
+                if not self._schema_ok(tx, create=False) or tx.budget(self.name) is None:
+                    raise BudgetStoreError(
+                        f"The store {self._store.describe()} holds no budget {self.name!r}. "
+                        "If the dataset is new, make its budget once with create=True. If it "
+                        "had one, the store was moved, emptied or replaced: find it (a new "
+                        "budget would start again whole). Nothing was reserved."
+                    )
                 self._verified(tx)
-        if not exists:
+        else:
             with self._store.transaction(write=True, create=True) as tx:
                 self._schema_ok(tx, create=True)
-                if tx.budget(self.name) is None:
-                    text = canonical({**header, "created": time.time()}).decode("ascii")
-                    tx.create_budget(self.name, text, self.epsilon, self.delta,
-                                     link("", json.loads(text)))
+                if tx.budget(self.name) is not None:
+                    raise BudgetStoreError(
+                        f"The store {self._store.describe()} already holds a budget "
+                        f"{self.name!r}: open it without create=True."
+                    )
+                text = canonical({**header, "created": time.time()}).decode("ascii")
+                tx.create_budget(self.name, text, self.epsilon, self.delta,
+                                 link("", json.loads(text)))
                 self._verified(tx)
         if witness is not None:
             self.verify(witness=witness)
@@ -221,9 +248,9 @@ class Budget:
         return LedgerIntegrityError(
             f"The budget {self.name!r} in {self._store.describe()} cannot be verified: {why}. "
             "What was already spent on this dataset cannot be known, so nothing more is "
-            "reserved; the store is left as it is for inspection. Restore it from a backup "
-            "you trust (compare its witness with one kept outside the store), or ask its "
-            "administrator what changed. No data was read."
+            "reserved; the store is left as it is for inspection. Ask its administrator what "
+            "changed. A backup gives back everything spent since it was taken: restore one "
+            "only if it holds the latest witness kept outside the store. No data was read."
         )
 
     def _verified(self, tx) -> tuple[list[dict], list[str]]:
@@ -433,7 +460,8 @@ class Budget:
         ``cap`` and the caller's info) with ``seq`` and ``hash``."""
         with self._store.transaction(write=False) as tx:
             bodies, chain = self._verified(tx)
-        return [{"seq": i, "hash": chain[i], **b} for i, b in enumerate(bodies, start=1)]
+        # (the position and hash last: a body's own keys never stand in for them)
+        return [{**b, "seq": i, "hash": chain[i]} for i, b in enumerate(bodies, start=1)]
 
     def spent(self) -> PrivacyLedger:
         """The ledger of every reservation (compose it with ``.epsilon(budget.delta)``)."""

@@ -27,11 +27,17 @@ __all__ = ["PostgresStore"]
 
 # pg_advisory_xact_lock key of "creating pymc_dp tables or budget rows" (any fixed number)
 _CREATE_LOCK = 7_166_521_103
+#: The PostgreSQL schema that holds every pymc_dp budget of a database.
+SCHEMA = "pymc_dp"
 
 
 class _PostgresTransaction(_Transaction):
     param = "%s"
     lock_budget_row = " FOR UPDATE"
+
+    def create_schema(self) -> None:
+        self.cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+        super().create_schema()
 
     def tables(self) -> set[str]:
         self.cursor.execute(
@@ -79,12 +85,16 @@ class PostgresStore:
         self.timeout = float(timeout)
 
     def describe(self) -> str:
-        parts = urllib.parse.urlsplit(self.url)
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        user = f"{parts.username}@" if parts.username else ""
-        return urllib.parse.urlunsplit((parts.scheme, user + host, parts.path, "", ""))
+        # (never the password; a URL that does not parse is not echoed at all)
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            host = parts.hostname or ""
+            if parts.port:
+                host += f":{parts.port}"
+            user = f"{parts.username}@" if parts.username else ""
+            return urllib.parse.urlunsplit((parts.scheme, user + host, parts.path, "", ""))
+        except ValueError:
+            return "a PostgreSQL URL that does not parse"
 
     @contextmanager
     def transaction(self, write: bool, create: bool = False):
@@ -96,9 +106,12 @@ class PostgresStore:
                 "A PostgreSQL budget store needs psycopg 3: pip install 'pymc_dp[postgres]'"
             ) from None
         try:
-            conn = psycopg.connect(self.url, connect_timeout=max(1, int(self.timeout)))
-        except psycopg.Error as exc:
-            raise _store_error(self, exc) from None
+            # One schema of its own, whoever connects: with the default search_path a role
+            # with a schema named after it would otherwise find (or make) other tables.
+            conn = psycopg.connect(self.url, connect_timeout=max(1, int(self.timeout)),
+                                   options=f"-c search_path={SCHEMA}")
+        except (psycopg.Error, ValueError) as exc:  # (ValueError: a URL that does not parse)
+            raise _store_error(self, exc, detail=False) from None
         try:
             try:
                 cursor = conn.cursor()
@@ -112,7 +125,7 @@ class PostgresStore:
                 conn.commit()
             except psycopg.Error as exc:
                 _rollback(conn)
-                raise _store_error(self, exc) from None
+                raise _store_error(self, exc) from None  # (the server's own words: no URL)
             except BaseException:
                 _rollback(conn)
                 raise

@@ -208,10 +208,13 @@ def _rollback(conn) -> None:
         pass
 
 
-def _store_error(store, exc: Exception) -> BudgetStoreError:
-    # The driver's message is about the store (read-only, disk full, locked), never data.
+def _store_error(store, exc: Exception, *, detail: bool = True) -> BudgetStoreError:
+    # SQLite's and the PostgreSQL server's messages are about the store (read-only, disk
+    # full, permission denied), never data; a driver's message on connecting may quote the
+    # URL it was given, password included: not shown (detail=False).
+    why = f"{type(exc).__name__}: {exc}" if detail else type(exc).__name__
     return BudgetStoreError(
-        f"The budget store {store.describe()} cannot be used ({type(exc).__name__}: {exc}). "
+        f"The budget store {store.describe()} cannot be used ({why}). "
         "Nothing was reserved and no data was read: a run that cannot record its spending "
         "does not run. Make the store writable (permissions, free space, a reachable "
         "server) and run again."

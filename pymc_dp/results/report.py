@@ -391,7 +391,9 @@ def _ledger_report(obj, delta: float | None) -> PrivacyReport:
 
 @_report_of.register(Budget)
 def _budget_report(obj, delta: float | None) -> PrivacyReport:
-    # (composed at the budget's own δ: the δ it was given is what every release drew from)
+    if delta is not None:  # (not ignored in silence)
+        raise ValueError("A Budget is reported at its own δ, the one every release drew "
+                         "from: call privacy_report(budget) without delta=.")
     found = obj.report()
     return build_report(found["epsilon"], found["delta"], found["source"], **found["details"])
 

@@ -40,7 +40,7 @@ def test_exported_from_the_package():
 def test_reservations_compose_through_the_accountant_not_by_adding_epsilons(any_store):
     store = any_store
     one = PrivacyLedger([gaussian()]).epsilon(DELTA)
-    budget = Budget("d", epsilon=3 * one, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=3 * one, delta=DELTA, store=store, create=True)
     admitted = 0
     for _ in range(100):
         try:
@@ -59,7 +59,7 @@ def test_reservations_compose_through_the_accountant_not_by_adding_epsilons(any_
 
 def test_a_refused_reservation_writes_nothing_and_says_why(any_store):
     store = any_store
-    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     budget.reserve([LaplaceEvent(name="a", epsilon=0.75)], owner="first")
     before = budget.witness()
     with pytest.raises(PrivacyBudgetExceeded, match=r"over its ε = 1 .*Nothing was reserved"):
@@ -72,7 +72,7 @@ def test_a_refused_reservation_writes_nothing_and_says_why(any_store):
 
 def test_records_spent_and_remaining(any_store):
     store = any_store
-    budget = Budget("d", epsilon=2.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=2.0, delta=DELTA, store=store, create=True)
     assert budget.records() == [] and budget.remaining() == 2.0
     budget.reserve([PureDPEvent(name="svt", epsilon=0.5)], owner="me", run_id="r1")
     budget.reserve([gaussian(count=3)], owner="you")
@@ -87,7 +87,7 @@ def test_records_spent_and_remaining(any_store):
 
 def test_reopening_shares_the_budget_and_a_different_budget_is_refused(any_store):
     store = any_store
-    Budget("census", epsilon=1.0, delta=DELTA, store=store).reserve([gaussian()])
+    Budget("census", epsilon=1.0, delta=DELTA, store=store, create=True).reserve([gaussian()])
     url = store if "://" in store else f"sqlite:///{store}"
     again = Budget("census", epsilon=1.0, delta=DELTA, store=url)
     assert len(again.records()) == 1
@@ -95,7 +95,7 @@ def test_reopening_shares_the_budget_and_a_different_budget_is_refused(any_store
         with pytest.raises(LedgerIntegrityError, match="cannot be changed once it exists"):
             Budget("census", epsilon=eps, delta=delta, store=store)
     # another dataset in the same store has its own budget
-    other = Budget("survey", epsilon=5.0, delta=DELTA, store=store)
+    other = Budget("survey", epsilon=5.0, delta=DELTA, store=store, create=True)
     assert other.records() == [] and len(again.records()) == 1
 
 
@@ -108,7 +108,7 @@ def test_bad_arguments(store):
         Budget("d", epsilon=1.0, delta=1.5, store=store)
     with pytest.raises(ValueError, match="Unknown budget store URL scheme"):
         Budget("d", epsilon=1.0, delta=DELTA, store="mysql://host/db")
-    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     with pytest.raises(ValueError, match="reserved"):
         budget.reserve([gaussian()], pid=3)
     with pytest.raises(ValueError):  # not JSON: refused before anything is written
@@ -121,14 +121,14 @@ def test_bad_arguments(store):
 
 def test_a_pure_budget_takes_pure_events_only(any_store):
     store = any_store
-    budget = Budget("d", epsilon=1.0, delta=0, store=store)
+    budget = Budget("d", epsilon=1.0, delta=0, store=store, create=True)
     budget.reserve([LaplaceEvent(name="l", epsilon=0.5)])
     with pytest.raises(PrivacyBudgetExceeded, match="ε = inf"):
         budget.reserve([gaussian(z=1000.0)])
 
 
 def test_records_cannot_be_updated_or_deleted_through_sql(store):
-    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     budget.reserve([gaussian()])
     budget.reserve([gaussian()])
     with sqlite3.connect(store) as conn:
@@ -154,7 +154,7 @@ def _tamper(store, *statements):
 
 
 def _three(store):
-    budget = Budget("d", epsilon=5.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=5.0, delta=DELTA, store=store, create=True)
     for i in range(3):
         budget.reserve([gaussian(z=10.0 + i, name=f"g{i}")])
     return budget
@@ -276,7 +276,7 @@ def test_a_witness_of_the_chain_verifies(any_store):
 
 
 def test_an_unknown_schema_is_refused(store):
-    Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     with sqlite3.connect(store) as conn:
         conn.execute("UPDATE pymc_dp_schema SET version = 2")
     with pytest.raises(LedgerIntegrityError, match="schema"):
@@ -290,18 +290,61 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path):
         Budget("d", epsilon=1.0, delta=DELTA, store=str(path))
 
 
-def test_default_store_is_per_user(monkeypatch, tmp_path):
+def test_no_store_given_is_refused_or_taken_from_the_environment(monkeypatch, tmp_path):
+    # (no default in a temporary directory: a budget lost with it would start again whole)
     monkeypatch.delenv("PYMC_DP_BUDGET_STORE", raising=False)
-    a = Budget("d", epsilon=1.0, delta=DELTA)
-    a.reserve([gaussian()])
+    with pytest.raises(ValueError, match="store="):
+        Budget("d", epsilon=1.0, delta=DELTA, create=True)
+    monkeypatch.setenv("PYMC_DP_BUDGET_STORE", str(tmp_path / "team.db"))
+    Budget("d", epsilon=1.0, delta=DELTA, create=True).reserve([gaussian()])
     assert len(Budget("d", epsilon=1.0, delta=DELTA).records()) == 1
-    assert (tmp_path / "ledgers" / "budgets.sqlite").exists()
+    assert (tmp_path / "team.db").exists()
+
+
+@pytest.mark.parametrize("gone", ["deleted", "emptied", "row deleted"])
+def test_a_store_that_is_gone_is_never_made_again_by_a_new_budget(store, gone):
+    # A new process opens the budget by name: a missing, emptied or replaced store must not
+    # give it the whole budget again (found by review: it did).
+    Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True).reserve([gaussian()])
+    if gone == "deleted":
+        import os
+
+        os.remove(store)
+    elif gone == "emptied":
+        open(store, "wb").close()
+    else:
+        with sqlite3.connect(store) as conn:
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+            ).fetchall():
+                conn.execute(f"DROP TRIGGER {name}")
+            conn.execute("DELETE FROM pymc_dp_budgets")
+    with pytest.raises((BudgetStoreError, LedgerIntegrityError)):
+        Budget("d", epsilon=1.0, delta=DELTA, store=store).reserve([gaussian()])
+
+
+def test_create_makes_a_budget_once(store):
+    Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
+    with pytest.raises(BudgetStoreError, match="already holds"):
+        Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
+
+
+def test_a_reservation_cannot_set_the_records_position_hash_or_time(store):
+    # (the report's witness comes from the chain, not from what a caller wrote)
+    budget = Budget("d", epsilon=5.0, delta=DELTA, store=store, create=True)
+    for key in ("seq", "hash", "when", "epsilon"):
+        with pytest.raises(ValueError, match="reserved"):
+            budget.reserve([gaussian()], **{key: "x"})
+    budget.reserve([gaussian()], note="mine")
+    report = budget.report()
+    assert report["details"]["witness"] == budget.witness()
+    assert [r["seq"] for r in report["details"]["releases"]] == [1]
 
 
 # ---------------------------------------------------------------------- slices
 def test_a_slice_is_capped_and_draws_from_the_whole_budget(any_store):
     store = any_store
-    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     a = budget.slice(0.6, DELTA, owner="A")
     b = budget.slice(0.6, DELTA, owner="B")
     a.reserve([LaplaceEvent(name="x", epsilon=0.5)], run_id="r")
@@ -323,7 +366,7 @@ def test_a_budget_and_its_slices_pickle(any_store):
     store = any_store
     import pickle
 
-    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("d", epsilon=1.0, delta=DELTA, store=store, create=True)
     s = budget.slice(0.5, DELTA, owner="A")
     s.reserve([LaplaceEvent(name="x", epsilon=0.25)])
     copy = pickle.loads(pickle.dumps(s))

@@ -64,7 +64,7 @@ def test_many_processes_reserving_at_once_never_overspend_or_lose_a_reservation(
         fits = max(k for k in range(1, PROCS * EACH + 1)
                    if PrivacyLedger([event] * k).epsilon(DELTA) <= epsilon)
         assert 10 < fits < PROCS * EACH
-    Budget("load", epsilon=epsilon, delta=DELTA, store=store)
+    Budget("load", epsilon=epsilon, delta=DELTA, store=store, create=True)
     admitted = _hammer(store, epsilon, event)
     budget = Budget("load", epsilon=epsilon, delta=DELTA, store=store)
     records = budget.records()
@@ -89,7 +89,7 @@ def _killed_in_the_middle(store, ready):
 
 def test_a_process_killed_in_the_middle_of_a_reservation_leaves_no_partial_record(any_store):
     store = any_store
-    budget = Budget("kill", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("kill", epsilon=1.0, delta=DELTA, store=store, create=True)
     budget.reserve([PureDPEvent(name="first", epsilon=0.25)])
     ready = FORK.Event()
     child = FORK.Process(target=_killed_in_the_middle, args=(store, ready))
@@ -151,7 +151,7 @@ def _reserve(store):
 @pytest.mark.parametrize("what", ["file", "directory"])
 def test_a_read_only_store_refuses_the_reservation_with_a_clear_error(shared_dir, what):
     store = os.path.join(shared_dir, "b.db")
-    budget = Budget("ro", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("ro", epsilon=1.0, delta=DELTA, store=store, create=True)
     budget.reserve([PureDPEvent(name="first", epsilon=0.1)])
     # a read-only file, or a writable file in a directory where SQLite cannot write its
     # journal (as root, the child runs as 'nobody', for whom the owner's bits do not count)
@@ -185,7 +185,7 @@ def _full(monkeypatch):
 
 def test_a_full_store_refuses_the_reservation_and_stays_consistent(tmp_path, monkeypatch):
     store = str(tmp_path / "b.db")
-    budget = Budget("full", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("full", epsilon=1.0, delta=DELTA, store=store, create=True)
     budget.reserve([PureDPEvent(name="first", epsilon=0.1)])
     _full(monkeypatch)
     with pytest.raises(BudgetStoreError, match=r"(?i)full.*Nothing was reserved"):
@@ -197,7 +197,7 @@ def test_a_full_store_refuses_the_reservation_and_stays_consistent(tmp_path, mon
 def test_a_run_whose_store_is_full_does_not_run(conjugate, tmp_path, monkeypatch):
     model, *_ = conjugate
     store = str(tmp_path / "b.db")
-    budget = Budget("full", epsilon=1.0, delta=DELTA, store=store)
+    budget = Budget("full", epsilon=1.0, delta=DELTA, store=store, create=True)
     with model:
         step = pymc_dp.DPPenalty(eps=0.5, budget=budget, clip_bound=2.0, chains=1,
                                  warmup=False)
@@ -219,7 +219,7 @@ def test_a_run_whose_store_is_full_does_not_run(conjugate, tmp_path, monkeypatch
 
 def test_a_deleted_store_is_refused_not_recreated(tmp_path):
     store = tmp_path / "b.db"
-    budget = Budget("gone", epsilon=1.0, delta=DELTA, store=str(store))
+    budget = Budget("gone", epsilon=1.0, delta=DELTA, store=str(store), create=True)
     budget.reserve([PureDPEvent(name="first", epsilon=0.1)])
     store.unlink()
     with pytest.raises(BudgetStoreError, match="cannot be used"):
@@ -229,7 +229,7 @@ def test_a_deleted_store_is_refused_not_recreated(tmp_path):
 
 def test_a_replaced_store_is_refused(tmp_path):
     store = tmp_path / "b.db"
-    budget = Budget("swap", epsilon=1.0, delta=DELTA, store=str(store))
+    budget = Budget("swap", epsilon=1.0, delta=DELTA, store=str(store), create=True)
     budget.reserve([PureDPEvent(name="first", epsilon=0.1)])
     store.unlink()
     sqlite3.connect(store).close()  # an empty database in its place

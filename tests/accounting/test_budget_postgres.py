@@ -24,13 +24,13 @@ DELTA = 1e-6
 
 
 def _sql(url, *statements):
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, options="-c search_path=pymc_dp") as conn:
         for statement in statements:
             conn.execute(*statement) if isinstance(statement, tuple) else conn.execute(statement)
 
 
 def _three(url):
-    budget = Budget("d", epsilon=5.0, delta=DELTA, store=url)
+    budget = Budget("d", epsilon=5.0, delta=DELTA, store=url, create=True)
     for i in range(3):
         budget.reserve([PureDPEvent(name=f"e{i}", epsilon=0.5)])
     return budget
@@ -95,8 +95,8 @@ def test_an_unreachable_server_is_a_clear_refusal(postgres_url):
 def test_a_role_that_may_only_read_can_report_but_not_reserve(postgres_url):
     budget = _three(postgres_url)
     role = "reader_" + os.urandom(4).hex()
-    _sql(postgres_url, f"CREATE ROLE {role} LOGIN",
-         f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    _sql(postgres_url, f"CREATE ROLE {role} LOGIN", f"GRANT USAGE ON SCHEMA pymc_dp TO {role}",
+         f"GRANT SELECT ON ALL TABLES IN SCHEMA pymc_dp TO {role}")
     try:
         reader_url = postgres_url.replace("postgres@", f"{role}@", 1)
         reader = Budget("d", epsilon=5.0, delta=DELTA, store=reader_url)
@@ -105,13 +105,34 @@ def test_a_role_that_may_only_read_can_report_but_not_reserve(postgres_url):
             reader.reserve([PureDPEvent(name="x", epsilon=0.1)])
         assert len(budget.records()) == 3
     finally:
-        _sql(postgres_url, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
-             f"DROP ROLE {role}")
+        _sql(postgres_url, f"REVOKE ALL ON ALL TABLES IN SCHEMA pymc_dp FROM {role}",
+             f"REVOKE ALL ON SCHEMA pymc_dp FROM {role}", f"DROP ROLE {role}")
+
+
+def test_a_role_with_a_schema_of_its_own_opens_the_same_budget(postgres_url):
+    # With the default search_path ("$user", public) such a role found no tables and made a
+    # budget of its own, whole again (found by review). Every budget lives in schema pymc_dp.
+    budget = _three(postgres_url)
+    role = "analyst_" + os.urandom(4).hex()
+    _sql(postgres_url, f"CREATE ROLE {role} LOGIN", f"CREATE SCHEMA {role} AUTHORIZATION {role}",
+         f"GRANT USAGE ON SCHEMA pymc_dp TO {role}",
+         f"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA pymc_dp TO {role}",
+         f"GRANT UPDATE (count, head) ON pymc_dp_budgets TO {role}")
+    try:
+        url = postgres_url.replace("postgres@", f"{role}@", 1)
+        assert len(Budget("d", epsilon=5.0, delta=DELTA, store=url).records()) == 3
+        with pytest.raises(BudgetStoreError, match="already holds"):
+            Budget("d", epsilon=5.0, delta=DELTA, store=url, create=True)
+        assert len(budget.records()) == 3
+    finally:
+        _sql(postgres_url, f"DROP SCHEMA {role} CASCADE",
+             f"REVOKE ALL ON ALL TABLES IN SCHEMA pymc_dp FROM {role}",
+             f"REVOKE ALL ON SCHEMA pymc_dp FROM {role}", f"DROP ROLE {role}")
 
 
 def test_the_chains_of_a_run_in_worker_processes_draw_from_one_budget(conjugate, postgres_url):
     model, *_ = conjugate
-    budget = Budget("census", epsilon=1.0, delta=1e-4, store=postgres_url)
+    budget = Budget("census", epsilon=1.0, delta=1e-4, store=postgres_url, create=True)
     with model:
         step = pymc_dp.DPPenalty(eps=0.8, budget=budget, clip_bound=2.0, chains=2, warmup=False)
         idata = pymc_dp.sample(step=step, draws=10, tune=0, chains=2, cores=2, random_seed=0,

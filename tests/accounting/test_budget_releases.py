@@ -22,7 +22,7 @@ class Unreadable:
 
 @pytest.fixture
 def budget(tmp_path):
-    return Budget("survey", epsilon=1.0, delta=DELTA, store=str(tmp_path / "b.db"))
+    return Budget("survey", epsilon=1.0, delta=DELTA, store=str(tmp_path / "b.db"), create=True)
 
 
 def test_releases_reserve_their_event_before_reading_the_value(budget):

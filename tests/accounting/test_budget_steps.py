@@ -16,7 +16,7 @@ DELTA = 1e-4
 
 @pytest.fixture
 def budget(tmp_path):
-    return Budget("conjugate", epsilon=1.0, delta=DELTA, store=str(tmp_path / "b.db"))
+    return Budget("conjugate", epsilon=1.0, delta=DELTA, store=str(tmp_path / "b.db"), create=True)
 
 
 def _step(model, **kwargs):
@@ -100,7 +100,7 @@ def test_budget_arguments_are_checked_before_the_model_is_read(conjugate, budget
         _step(model, eps=0.5, budget=budget, ledger_dir=str(tmp_path))
     with pytest.raises(ValueError, match="more than the whole budget"):
         _step(model, eps=2.0, budget=budget)
-    pure = Budget("pure", epsilon=1.0, delta=0, store=str(tmp_path / "p.db"))
+    pure = Budget("pure", epsilon=1.0, delta=0, store=str(tmp_path / "p.db"), create=True)
     with pytest.raises(ValueError, match="δ = 0"):
         _step(model, eps=0.5, budget=pure)
 
@@ -114,7 +114,7 @@ def test_abcdp_draws_from_a_budget(tmp_path):
     with pm.Model() as model:
         mu = pm.Normal("mu", 0, 2)
         pm.Simulator("y", simulate, mu, epsilon=1.0, observed=y)
-    budget = Budget("abc", epsilon=1.0, delta=DELTA, store=str(tmp_path / "a.db"))
+    budget = Budget("abc", epsilon=1.0, delta=DELTA, store=str(tmp_path / "a.db"), create=True)
     with model:
         step = pymc_dp.ABCDP(eps=0.5, threshold=0.5, budget=budget, chains=1,
                              max_prior_draws=200)
