@@ -193,6 +193,9 @@ class ABCDP(PrivateStep):
         "dp_epsilon_chain": (np.float64, []),
     }
 
+    def _draw_epsilon(self, stats) -> float:
+        return float(stats["dp_epsilon_chain"])
+
     @classmethod
     def cost_from_stats(cls, stats) -> TraceCost | None:
         """Each chain's pure ε from ``dp_epsilon_chain`` at its last draw."""

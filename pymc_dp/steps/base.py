@@ -489,7 +489,27 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         """
         self._refuse_non_private_company()
         self._check_run_fits(n_chains)
-        return super()._progressbar_config(n_chains)
+        columns, stats = super()._progressbar_config(n_chains)
+        # A column of the privacy each chain has spent so far (public: from its own stats).
+        from rich.progress import TextColumn
+        from rich.table import Column
+
+        header = f"chain ε (budget {self.epsilon:.3g})"
+        column = TextColumn("{task.fields[dp_epsilon_spent]}", table_column=Column(header))
+        return [*columns, column], {**stats, "dp_epsilon_spent": ["0"] * n_chains}
+
+    def _make_progressbar_update_functions(self):
+        spent = self._draw_epsilon
+
+        def update_stats(step_stats):
+            return {"dp_epsilon_spent": f"{spent(step_stats):.3g}"}
+
+        return (update_stats,)
+
+    def _draw_epsilon(self, stats: Mapping[str, Any]) -> float:
+        """The ε a chain has spent so far, from one draw's privacy stats, at most its true
+        cost (shown in the progress bar; the stats are public)."""
+        raise NotImplementedError
 
     def _refuse_non_private_company(self) -> None:
         """Refuse to run inside a PyMC ``CompoundStep`` with any other step, before

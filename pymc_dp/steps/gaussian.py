@@ -32,6 +32,11 @@ GAUSSIAN_PRIVACY_STATS = {
 class GaussianPrivateStep(PrivateStep):
     """A :class:`PrivateStep` whose iterations each cost a fixed μ (Gaussian releases)."""
 
+    def _draw_epsilon(self, stats) -> float:
+        # (exact: the chain's μ so far, tuning included, and a warm-up its run shares)
+        mu = float(stats["dp_mu_chain"]) + float(stats.get("dp_mu_shared_warmup", 0.0))
+        return gaussian_epsilon(mu, float(stats["dp_delta"])) if mu > 0 else 0.0
+
     @classmethod
     def cost_from_stats(cls, stats) -> TraceCost | None:
         """Each chain's μ, tuning included, from ``dp_mu_chain`` at its last draw: one

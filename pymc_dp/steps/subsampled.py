@@ -16,12 +16,15 @@ count so far (tuning included), the batch size, n and δ, plus what defines the 
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
 
 from pymc_dp.accounting.barker import BarkerEvent
 from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEvent
+from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
 from pymc_dp.steps.base import PrivateStep, TraceCost, shared_arguments
@@ -56,6 +59,16 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """
 
     privacy_settings = ("batch_size", "tempering", "sampling_rate")
+
+    def _draw_epsilon(self, stats) -> float:
+        # Composed by the ledger (RDP): for a count rounded up to two significant digits, so
+        # that a long chain costs at most a few hundred compositions, each an upper bound.
+        count = int(stats["dp_releases_chain"])
+        step = 10 ** max(0, len(str(count)) - 2)
+        rounded = {**stats, "dp_releases_chain": -(-count // step) * step}
+        shared = float(stats.get("dp_mu_shared_warmup", 0.0))
+        key = tuple(sorted((k, float(v)) for k, v in rounded.items() if k.startswith("dp_")))
+        return _draw_cost(key, shared)
 
     @classmethod
     def cost_from_stats(cls, stats) -> TraceCost | None:
@@ -167,9 +180,8 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
 def _chain_events_from_stats(stats) -> list[list[Event]] | None:
     """The events of each chain of a trace made by a minibatch step, from its sample stats.
 
-    Reads the last draw of every chain: ``dp_releases_chain`` (tuning included),
-    ``dp_batch_size``, ``dp_n_data`` and ``dp_noise_multiplier`` (minibatch DP penalty) or
-    ``dp_noise_variance`` (DP Barker). Returns ``None`` if the stats are not from such a step.
+    Reads the last draw of every chain (:func:`_draw_events`). Returns ``None`` if the stats
+    are not from such a step.
     """
     names = set(stats.data_vars)
     if not {"dp_releases_chain", "dp_batch_size", "dp_n_data"} <= names:
@@ -177,35 +189,55 @@ def _chain_events_from_stats(stats) -> list[list[Event]] | None:
     last = {k: np.ravel(stats[k].isel(draw=-1).values) for k in names if k.startswith("dp_")}
     chains = []
     for i in range(last["dp_releases_chain"].size):
-        count = int(last["dp_releases_chain"][i])
-        n, b = int(last["dp_n_data"][i]), int(last["dp_batch_size"][i])
-        if count == 0:
-            event = None  # draws from the private Laplace approximation: no batch released
-        elif "dp_noise_variance" in last:
-            event = BarkerEvent(
-                name="Barker test statistic",
-                count=count,
-                n_data=n,
-                batch_size=b,
-                noise_variance=float(last["dp_noise_variance"][i]),
-            )
-        elif "dp_noise_multiplier" in last:
-            event = SubsampledGaussianEvent(
-                name="minibatch log-likelihood ratio",
-                count=count,
-                noise_multiplier=float(last["dp_noise_multiplier"][i]),
-                sampling_rate=b / n,
-                sampling="without_replacement",
-            )
-        else:
+        events = _draw_events({k: v[i] for k, v in last.items()})
+        if events is None:
             return None
-        events = [] if event is None else [event]
-        warmup_mu = float(last.get("dp_warmup_mu", np.zeros(i + 1))[i])
-        if warmup_mu > 0:
-            # The warm-up's Gaussian releases compose to one of the same μ (exactly, in
-            # every accountant: Gaussian RDP curves add like μ).
-            events.append(
-                GaussianEvent(name="warm-up", noise_multiplier=(2.0 * warmup_mu) ** -0.5)
-            )
         chains.append(events)
     return chains
+
+
+@functools.lru_cache(maxsize=1024)
+def _draw_cost(key: tuple, shared_mu: float) -> float:
+    """ε at the draw's δ of :func:`_draw_events` for ``key`` (the draw's ``dp_`` stats as
+    sorted pairs) and a shared warm-up of μ ``shared_mu``."""
+    last = dict(key)
+    events = _draw_events(last) or []
+    if shared_mu > 0:
+        events.append(GaussianEvent(name="warm-up for all chains",
+                                    noise_multiplier=(2.0 * shared_mu) ** -0.5))
+    return PrivacyLedger(events).epsilon(last["dp_delta"]) if events else 0.0
+
+
+def _draw_events(last) -> list[Event] | None:
+    """A chain's events so far, from one draw's stats: ``dp_releases_chain`` (tuning
+    included), ``dp_batch_size``, ``dp_n_data`` and ``dp_noise_multiplier`` (minibatch DP
+    penalty) or ``dp_noise_variance`` (DP Barker), and the chain's own warm-up μ."""
+    count = int(last["dp_releases_chain"])
+    n, b = int(last["dp_n_data"]), int(last["dp_batch_size"])
+    if count == 0:
+        event = None  # draws from the private Laplace approximation: no batch released
+    elif "dp_noise_variance" in last:
+        event = BarkerEvent(
+            name="Barker test statistic",
+            count=count,
+            n_data=n,
+            batch_size=b,
+            noise_variance=float(last["dp_noise_variance"]),
+        )
+    elif "dp_noise_multiplier" in last:
+        event = SubsampledGaussianEvent(
+            name="minibatch log-likelihood ratio",
+            count=count,
+            noise_multiplier=float(last["dp_noise_multiplier"]),
+            sampling_rate=b / n,
+            sampling="without_replacement",
+        )
+    else:
+        return None
+    events = [] if event is None else [event]
+    warmup_mu = float(last.get("dp_warmup_mu", 0.0))
+    if warmup_mu > 0:
+        # The warm-up's Gaussian releases compose to one of the same μ (exactly, in every
+        # accountant: Gaussian RDP curves add like μ).
+        events.append(GaussianEvent(name="warm-up", noise_multiplier=(2.0 * warmup_mu) ** -0.5))
+    return events
