@@ -155,8 +155,11 @@ def test_exported_events_come_back_as_they_were():
                                       sampling_rate=0.01, sampling="without_replacement"),
               *GAUSSIANS]
     back = events_from_json(export_json(events, "rdp"), name="x")
-    key = (lambda e: (type(e).__name__, e.noise_multiplier, e.count,
-                      getattr(e, "sampling_rate", None), e.neighbouring))
+
+    def key(e):
+        return (type(e).__name__, e.noise_multiplier, e.count,
+                getattr(e, "sampling_rate", None), e.neighbouring)
+
     assert sorted(map(key, back)) == sorted(map(key, events))
     for accountant in ("pld", "rdp"):  # (PLD form under replace-one: z doubled and back)
         again = events_from_json(export_json(GAUSSIANS, accountant))
