@@ -1,9 +1,10 @@
 """What each chain of a result had spent by each of its draws (:func:`epsilon_by_draw`).
 
 Read from the trace's own privacy stats (public numbers), by the step that declares them
-(:meth:`~pymc_dp.steps.base.PrivateStep.epsilon_from_stats`, the same numbers the progress
-bar shows): no second accountant. At a chain's last draw it is the chain's cost as
-:func:`~pymc_dp.privacy_report` recomputes it from the trace.
+(:meth:`~pymc_dp.steps.base.PrivateStep.epsilon_from_stats`, which the progress bar reads
+too; minibatch steps show it there for a release count rounded up): no second accountant.
+At a chain's last draw it is the chain's cost as :func:`~pymc_dp.privacy_report`
+recomputes it from the trace.
 """
 
 from __future__ import annotations
