@@ -39,7 +39,9 @@ declared data bounds. L is then a per-datum constant and one exact draw is 2L-DP
 
 Supported families
 ------------------
-bounded-data Normal mean with known σ (:func:`normal_mean`), Bernoulli (:func:`bernoulli`)
+bounded-data Normal mean with known σ (:func:`normal_mean`), Normal with an unknown σ
+bounded away from 0 (:func:`normal_variance`, Lemma 22), Laplace with a scale bounded away
+from 0 and any location (:func:`laplace`, Lemma 20), Bernoulli (:func:`bernoulli`)
 and Binomial (:func:`binomial`) with a probability trimmed away from 0 and 1, Exponential
 with a trimmed rate (:func:`exponential`), Categorical observations and discrete Bayesian
 networks with conditional probabilities bounded below (:func:`categorical`,
@@ -51,6 +53,7 @@ what it cannot bound.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from dataclasses import asdict, dataclass, field
@@ -77,6 +80,7 @@ from pytensor.tensor.random.basic import (
     ExponentialRV,
     GammaRV,
     HalfNormalRV,
+    LaplaceRV,
     NormalRV,
     UniformRV,
 )
@@ -95,8 +99,10 @@ __all__ = [
     "check_data_within_bounds",
     "discrete_bayesian_network",
     "exponential",
+    "laplace",
     "lipschitz_bound",
     "normal_mean",
+    "normal_variance",
     "trimmed_dirichlet",
 ]
 
@@ -112,7 +118,8 @@ class FamilyBound:
     Attributes
     ----------
     family : str
-        ``"normal_mean"``, ``"bernoulli"``, ``"binomial"``, ``"exponential"``,
+        ``"normal_mean"``, ``"normal_variance"``, ``"laplace"``, ``"bernoulli"``, ``"binomial"``,
+        ``"exponential"``,
         ``"categorical"`` or ``"discrete_bayesian_network"``.
     L : float
         Half the largest oscillation over θ of the log-likelihood ratio of two values of
@@ -215,6 +222,24 @@ def _interval(name: str, bounds, *, lower=-math.inf, upper=math.inf) -> tuple[fl
         raise ValueError(f"{name} must satisfy low <= high, got {bounds!r}")
     if lo < lower or hi > upper:
         raise ValueError(f"{name} = {bounds!r} must lie within [{lower}, {upper}]")
+    return lo, hi
+
+
+def _positive_lower_interval(name: str, bounds) -> tuple[float, float]:
+    """A range ``[lo, hi]`` with ``0 < lo`` and ``hi`` possibly infinite (a scale)."""
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high) of numbers, got {bounds!r}") from None
+    if not (math.isfinite(lo) and lo > 0):
+        raise UnsupportedModelError(
+            f"{name} = {bounds!r} is not bounded away from 0: as the scale approaches 0 the "
+            "log-likelihood ratio of two data is unbounded. Trim the prior, e.g. "
+            "pm.Uniform(name, a, b) or pm.Truncated(name, pm.HalfNormal.dist(...), lower=a) "
+            "with a > 0."
+        )
+    if math.isnan(hi) or not lo <= hi:
+        raise ValueError(f"{name} must satisfy 0 < low <= high, got {bounds!r}")
     return lo, hi
 
 
@@ -424,6 +449,130 @@ def exponential(
         f"{formula}  [{_REF}, Lemma 19 (Assumption 1 part)]",
         metric,
         {"rate_bounds": [c1, c2], "data_bounds": [lo, hi], "elements": e},
+    )
+
+
+def laplace(
+    data_bounds, scale_bounds, *, metric: str = "replace_one", elements: int = 1
+) -> FamilyBound:
+    r"""Laplace likelihood ``e^{−|x − μ|/s} / (2s)``, scale s in ``[s₁, s₂]``, any location μ.
+
+    ``r(μ, s) = (|y − μ| − |x − μ|)/s`` (the θ-dependent ``−ln 2s`` is x-free and cancels).
+    By the triangle inequality ``|r| ≤ |x − y|/s ≤ |x − y|/s₁``, and both extremes are
+    reached when μ can lie on either side of x and y, so ``osc(r) ≤ 2|x − y|/s₁``:
+
+    * ``"replace_one"``: ``L = e · (hi − lo)/s₁``;
+    * ``"l1"``: ``L = 1/s₁`` per unit ``|x − y|``.
+
+    This is Lemma 20 (trimmed prior on the inverse scale ``1/s ∈ [c₁, c₂]``, ``μ ∈ ℝ``,
+    ``ρ = |x − y|``) in its Assumption 1 form, ``L = c₂ = 1/s₁``. The location needs no
+    bound; the scale needs a positive lower bound (``s → 0`` makes r unbounded). The bound is
+    attained when the location's range covers the data bounds; a location trimmed to a
+    narrower range makes it conservative (never smaller than the truth).
+
+    Examples
+    --------
+    >>> laplace((0.0, 3.0), (0.5, 2.0)).L
+    6.0
+    """
+    metric = _check_metric(metric)
+    lo, hi = _interval("data_bounds", data_bounds)
+    s1, s2 = _positive_lower_interval("the range of the scale", scale_bounds)
+    e = _elements(elements)
+    if metric == "replace_one":
+        L = e * (hi - lo) / s1
+        formula = "L = e·(hi − lo)/s₁"
+    else:
+        L = 1.0 / s1
+        formula = "L = 1/s₁ per unit |x − y|"
+    return FamilyBound(
+        "laplace",
+        L,
+        f"{formula}  [{_REF}, Lemma 20 (Assumption 1 part)]",
+        metric,
+        {"data_bounds": [lo, hi], "scale_bounds": [s1, s2], "elements": e},
+    )
+
+
+def normal_variance(
+    data_bounds,
+    mean_bounds,
+    sigma_bounds,
+    *,
+    metric: str = "replace_one",
+    elements: int = 1,
+) -> FamilyBound:
+    r"""Normal likelihood with an unknown variance: σ in ``[s₁, s₂]``, μ in ``[m₁, m₂]``.
+
+    With the precision ``τ = 1/σ² ∈ [τ₁, τ₂] = [1/s₂², 1/s₁²]`` (``s₂ = ∞`` gives
+    ``τ₁ = 0``), ``r(μ, τ) = τ ((y − μ)² − (x − μ)²)/2``; the ``ln σ`` term is x-free and
+    cancels. For fixed data r is bilinear in (μ, τ), so its extremes over the box are at
+    the four corners c = (μ_c, τ_c), and for two corners
+
+        r_c − r_c' = (h(y) − h(x))/2,   h(t) = τ_c (t − μ_c)² − τ_c' (t − μ_c')²,
+
+    separates in x and y. Hence, exactly,
+
+    * ``"replace_one"``: ``L = e · max_{c, c'} (max h − min h)/4`` over ``t ∈ [lo, hi]``
+      (a quadratic: its ends and its vertex);
+    * ``"l1"``: per unit ``|x − y|``, ``r/(y − x) = τ (x + y − 2μ)/2`` is bilinear in
+      (μ, τ) and linear in ``u = x + y ∈ [2lo, 2hi]``, so
+      ``L = max_{c, c'} max_u |τ_c (u − 2μ_c) − τ_c' (u − 2μ_c')| / 4``.
+
+    With a known mean (``m₁ = m₂ = μ``) the replace-one formula is
+    ``L = e (τ₂ − τ₁) D/4`` with ``D = max (t − μ)² − min (t − μ)²`` over the data bounds:
+    Lemma 22 of Dimitrakakis et al. (known mean, trimmed prior on ``1/σ² ∈ [c₁, c₂]``) states
+    Assumption 1 with ``L₂₂ = ½ c₂ max{|μ|, 1}`` under ``ρ = |x² − y²| + 2|x − y|``, which
+    this never exceeds (θ-free terms dropped, oscillation instead of the supremum). With a
+    known σ it reduces to :func:`normal_mean`. A σ that can approach 0 and a mean without
+    bounds are refused (r is unbounded).
+
+    Examples
+    --------
+    >>> round(normal_variance((-1.0, 1.0), (0.0, 0.0), (0.5, 2.0)).L, 6)
+    0.9375
+    """
+    metric = _check_metric(metric)
+    lo, hi = _interval("data_bounds", data_bounds)
+    m1, m2 = _interval("the range of the mean", mean_bounds)
+    s1, s2 = _positive_lower_interval("the range of sigma", sigma_bounds)
+    e = _elements(elements)
+    tau = (0.0 if math.isinf(s2) else 1.0 / s2**2, 1.0 / s1**2)
+    corners = [(m, t) for m in (m1, m2) for t in tau]
+    best = 0.0
+    for (mc, tc), (md, td) in itertools.product(corners, repeat=2):
+        if metric == "replace_one":
+            def h(t, mc=mc, tc=tc, md=md, td=td):
+                return tc * (t - mc) ** 2 - td * (t - md) ** 2
+
+            pts = [lo, hi]
+            a = tc - td
+            if a != 0:
+                v = (tc * mc - td * md) / a
+                if lo < v < hi:
+                    pts.append(v)
+            vals = [h(t) for t in pts]
+            best = max(best, (max(vals) - min(vals)) / 4)
+        else:
+            for u in (2 * lo, 2 * hi):
+                best = max(best, abs(tc * (u - 2 * mc) - td * (u - 2 * md)) / 4)
+    if metric == "replace_one":
+        L = e * best
+        formula = "L = e·max over corner pairs (c, c') of (max h − min h)/4, h(t) = τ_c(t − μ_c)² − τ_c'(t − μ_c')²"
+    else:
+        L = best
+        formula = "L = max over corner pairs and u ∈ {2lo, 2hi} of |τ_c(u − 2μ_c) − τ_c'(u − 2μ_c')|/4 per unit |x − y|"
+    return FamilyBound(
+        "normal_variance",
+        L,
+        f"{formula}  [{_REF}, Lemma 22 (Assumption 1 part), θ-free terms dropped]",
+        metric,
+        {
+            "data_bounds": [lo, hi],
+            "mean_bounds": [m1, m2],
+            "sigma_bounds": [s1, s2],
+            "elements": e,
+        },
     )
 
 
@@ -791,6 +940,11 @@ def lipschitz_bound(
 
     * ``pm.Normal(mu, sigma)`` with sigma a constant (known variance), mu bounded by the
       priors (e.g. ``pm.Uniform``), data bounds declared — :func:`normal_mean`;
+    * ``pm.Normal(mu, sigma)`` with sigma a free variable bounded away from 0 by its prior
+      (e.g. ``pm.Uniform("sigma", 0.5, 2)``), mu bounded, data bounds declared —
+      :func:`normal_variance`;
+    * ``pm.Laplace(mu, b)`` with b bounded away from 0 by its prior, any mu set by the
+      priors, data bounds declared — :func:`laplace`;
     * ``pm.Bernoulli(p)`` or ``pm.Bernoulli(logit_p=...)`` with p trimmed away from 0 and 1
       — :func:`bernoulli`;
     * ``pm.Binomial(n, p)`` with a constant n and a trimmed p — :func:`binomial`;
@@ -812,8 +966,8 @@ def lipschitz_bound(
         The model (default: from context).
     data_bounds : (low, high) or dict, optional
         The declared range of every datum's values: one pair for all observed variables,
-        or a dict from observed variable name to pair. Required for Normal and Exponential
-        observations; Bernoulli, Binomial and Categorical data have natural bounds.
+        or a dict from observed variable name to pair. Required for Normal, Laplace and
+        Exponential observations; Bernoulli, Binomial and Categorical data have natural bounds.
     metric : {"replace_one", "l1"}
         The neighbouring relation (see the module docstring).
 
@@ -886,86 +1040,157 @@ def _param(rv, ranges: _RangeFinder, param: Variable, what: str, *, allow_indexe
     return rng
 
 
+#: One rule per observed distribution type: ``rule(rv, ranges, bounds, metric, elements)``
+#: returns the family's :class:`FamilyBound` or raises ``UnsupportedModelError``. Looked up by
+#: the exact type of the observed variable's Op: a subclass (which may change the density)
+#: gets no rule by inheritance.
+_FAMILY_RULES: dict[type, Any] = {}
+
+
+def _family_rule(op_type: type):
+    """Register the Lipschitz rule of observed variables whose Op is ``op_type``."""
+
+    def register(rule):
+        if op_type in _FAMILY_RULES:
+            raise ValueError(f"{op_type.__name__} already has a Lipschitz rule")
+        _FAMILY_RULES[op_type] = rule
+        return rule
+
+    return register
+
+
 def _family_bound(rv, ranges: _RangeFinder, bounds, metric: str, elements: int) -> FamilyBound:
-    op = rv.owner.op
-    if isinstance(op, NormalRV):
-        mu, sigma = op.dist_params(rv.owner)
-        s = ranges(sigma)
-        if s.rvs or s.reads_data:
-            raise UnsupportedModelError(
-                f"Observed {rv.name!r} is Normal with a sigma that is not a known constant "
-                f"{_describe(s)}. Only the Normal mean with known variance is supported."
-            )
-        m = _param(rv, ranges, mu, "mean", allow_indexed=False)
-        if bounds is None:
-            raise UnsupportedModelError(
-                f"Observed {rv.name!r} is Normal: its likelihood ratio is unbounded unless the "
-                "data are. Declare data_bounds={...: (low, high)} (and clip the data to them)."
-            )
-        if not (math.isfinite(m.lo) and math.isfinite(m.hi)):
-            raise UnsupportedModelError(
-                f"The mean of observed {rv.name!r} is not bounded by its prior "
-                f"{_describe(m)}: its support is [{m.lo}, {m.hi}]. Trim the prior, e.g. "
-                "pm.Uniform(name, a, b) or pm.Truncated(name, pm.Normal.dist(...), lower=a, "
-                "upper=b)."
-            )
-        return normal_mean(bounds, (m.lo, m.hi), s.lo, metric=metric, elements=elements)
-    if isinstance(op, BernoulliRV):
-        (p,) = op.dist_params(rv.owner)
-        r = _param(rv, ranges, p, "probability", allow_indexed=True)
-        lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
-        _check_trimmed(rv, r, lo, hi)
-        return bernoulli((lo, hi), data_indexed=r.data_indexed, elements=elements, metric=metric)
-    if isinstance(op, BinomialRV):
-        n, p = op.dist_params(rv.owner)
-        nr = ranges(n)
-        if nr.rvs or nr.reads_data or not math.isfinite(nr.hi):
-            raise UnsupportedModelError(
-                f"The number of trials of observed {rv.name!r} must be a known constant."
-            )
-        r = _param(rv, ranges, p, "probability", allow_indexed=True)
-        lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
-        _check_trimmed(rv, r, lo, hi)
-        return binomial(
-            (lo, hi),
-            int(nr.hi),
-            data_bounds=bounds,
-            metric=metric,
-            data_indexed=r.data_indexed,
-            elements=elements,
+    rule = _FAMILY_RULES.get(type(rv.owner.op))
+    if rule is None:
+        raise UnsupportedModelError(
+            f"Observed {rv.name!r} has a {type(rv.owner.op).__name__} likelihood, for which no "
+            "Lipschitz bound is implemented. Supported: Normal (bounded mean; known sigma or "
+            "sigma bounded away from 0), Laplace (scale bounded away from 0), Bernoulli, "
+            "Binomial, Exponential, Categorical (discrete Bayesian networks)."
         )
-    if isinstance(op, ExponentialRV):
-        (scale,) = op.dist_params(rv.owner)
-        s = _param(rv, ranges, scale, "scale", allow_indexed=False)
-        s_lo = max(s.lo, 0.0)  # scale <= 0 has likelihood zero for every datum
-        rate = (1.0 / s.hi if s.hi > 0 else math.inf, 1.0 / s_lo if s_lo > 0 else math.inf)
-        if not math.isfinite(rate[1]):
-            raise UnsupportedModelError(
-                f"The rate of observed {rv.name!r} is not bounded above by its prior "
-                f"{_describe(s)}. Trim it, e.g. pm.Uniform(name, c1, c2) with 0 <= c1 < c2."
-            )
-        if bounds is None:
-            raise UnsupportedModelError(
-                f"Observed {rv.name!r} is Exponential: declare data_bounds (low, high) with "
-                "0 <= low < high (and clip the data to them)."
-            )
-        return exponential(rate, bounds, metric=metric, elements=elements)
-    if isinstance(op, CategoricalRV):
-        (p,) = op.dist_params(rv.owner)
-        r = _param(rv, ranges, p, "probability vector", allow_indexed=True)
-        lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
-        if not lo > 0:
-            raise UnsupportedModelError(
-                f"A category probability of observed {rv.name!r} can reach 0 {_describe(r)}. "
-                "Bound every probability below, e.g. "
-                "pymc_dp.posterior_sampling.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
-            )
-        return categorical((lo, hi), elements=elements, metric=metric)
-    raise UnsupportedModelError(
-        f"Observed {rv.name!r} has a {type(op).__name__} likelihood, for which no Lipschitz "
-        "bound is implemented. Supported: Normal (known sigma), Bernoulli, Binomial, "
-        "Exponential, Categorical (discrete Bayesian networks)."
+    return rule(rv, ranges, bounds, metric, elements)
+
+
+def _require_data_bounds(rv, bounds, family: str) -> None:
+    if bounds is None:
+        raise UnsupportedModelError(
+            f"Observed {rv.name!r} is {family}: its likelihood ratio is unbounded unless the "
+            "data are. Declare data_bounds={...: (low, high)} (and clip the data to them)."
+        )
+
+
+def _bounded_mean(rv, ranges: _RangeFinder, mu) -> _Range:
+    m = _param(rv, ranges, mu, "mean", allow_indexed=False)
+    if not (math.isfinite(m.lo) and math.isfinite(m.hi)):
+        raise UnsupportedModelError(
+            f"The mean of observed {rv.name!r} is not bounded by its prior "
+            f"{_describe(m)}: its support is [{m.lo}, {m.hi}]. Trim the prior, e.g. "
+            "pm.Uniform(name, a, b) or pm.Truncated(name, pm.Normal.dist(...), lower=a, "
+            "upper=b)."
+        )
+    return m
+
+
+def _scale_range(rv, ranges: _RangeFinder, scale, what: str) -> tuple[float, float]:
+    s = _param(rv, ranges, scale, what, allow_indexed=False)
+    s_lo = max(s.lo, 0.0)  # a scale <= 0 has likelihood zero for every datum
+    if not s_lo > 0:
+        raise UnsupportedModelError(
+            f"The {what} of observed {rv.name!r} is not bounded away from 0 by its prior "
+            f"{_describe(s)}: its support reaches [{s.lo:.6g}, {s.hi:.6g}], and as it "
+            "approaches 0 the log-likelihood ratio of two data is unbounded. Trim it, e.g. "
+            "pm.Uniform(name, a, b) or pm.Truncated(name, pm.HalfNormal.dist(...), lower=a) "
+            "with a > 0."
+        )
+    return s_lo, s.hi
+
+
+@_family_rule(NormalRV)
+def _normal_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    mu, sigma = rv.owner.op.dist_params(rv.owner)
+    s = ranges(sigma)
+    known = not (s.rvs or s.reads_data)
+    if not known:
+        _param(rv, ranges, sigma, "sigma", allow_indexed=False)
+    m = _bounded_mean(rv, ranges, mu)
+    _require_data_bounds(rv, bounds, "Normal")
+    if known:
+        return normal_mean(bounds, (m.lo, m.hi), s.lo, metric=metric, elements=elements)
+    sigma_range = _scale_range(rv, ranges, sigma, "sigma")
+    return normal_variance(bounds, (m.lo, m.hi), sigma_range, metric=metric, elements=elements)
+
+
+@_family_rule(LaplaceRV)
+def _laplace_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    mu, scale = rv.owner.op.dist_params(rv.owner)
+    # Any location, even unbounded, but not one computed from data (covariates).
+    _param(rv, ranges, mu, "location", allow_indexed=False)
+    scale_range = _scale_range(rv, ranges, scale, "scale")
+    _require_data_bounds(rv, bounds, "Laplace")
+    return laplace(bounds, scale_range, metric=metric, elements=elements)
+
+
+@_family_rule(BernoulliRV)
+def _bernoulli_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    (p,) = rv.owner.op.dist_params(rv.owner)
+    r = _param(rv, ranges, p, "probability", allow_indexed=True)
+    lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
+    _check_trimmed(rv, r, lo, hi)
+    return bernoulli((lo, hi), data_indexed=r.data_indexed, elements=elements, metric=metric)
+
+
+@_family_rule(BinomialRV)
+def _binomial_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    n, p = rv.owner.op.dist_params(rv.owner)
+    nr = ranges(n)
+    if nr.rvs or nr.reads_data or not math.isfinite(nr.hi):
+        raise UnsupportedModelError(
+            f"The number of trials of observed {rv.name!r} must be a known constant."
+        )
+    r = _param(rv, ranges, p, "probability", allow_indexed=True)
+    lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
+    _check_trimmed(rv, r, lo, hi)
+    return binomial(
+        (lo, hi),
+        int(nr.hi),
+        data_bounds=bounds,
+        metric=metric,
+        data_indexed=r.data_indexed,
+        elements=elements,
     )
+
+
+@_family_rule(ExponentialRV)
+def _exponential_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    (scale,) = rv.owner.op.dist_params(rv.owner)
+    s = _param(rv, ranges, scale, "scale", allow_indexed=False)
+    s_lo = max(s.lo, 0.0)  # scale <= 0 has likelihood zero for every datum
+    rate = (1.0 / s.hi if s.hi > 0 else math.inf, 1.0 / s_lo if s_lo > 0 else math.inf)
+    if not math.isfinite(rate[1]):
+        raise UnsupportedModelError(
+            f"The rate of observed {rv.name!r} is not bounded above by its prior "
+            f"{_describe(s)}. Trim it, e.g. pm.Uniform(name, c1, c2) with 0 <= c1 < c2."
+        )
+    if bounds is None:
+        raise UnsupportedModelError(
+            f"Observed {rv.name!r} is Exponential: declare data_bounds (low, high) with "
+            "0 <= low < high (and clip the data to them)."
+        )
+    return exponential(rate, bounds, metric=metric, elements=elements)
+
+
+@_family_rule(CategoricalRV)
+def _categorical_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
+    (p,) = rv.owner.op.dist_params(rv.owner)
+    r = _param(rv, ranges, p, "probability vector", allow_indexed=True)
+    lo, hi = max(r.lo, 0.0), min(r.hi, 1.0)
+    if not lo > 0:
+        raise UnsupportedModelError(
+            f"A category probability of observed {rv.name!r} can reach 0 {_describe(r)}. "
+            "Bound every probability below, e.g. "
+            "pymc_dp.posterior_sampling.lipschitz.trimmed_dirichlet(name, a, min_prob=...)."
+        )
+    return categorical((lo, hi), elements=elements, metric=metric)
 
 
 def _check_trimmed(rv, r: _Range, lo: float, hi: float) -> None:
@@ -976,6 +1201,10 @@ def _check_trimmed(rv, r: _Range, lo: float, hi: float) -> None:
             "prior, e.g. pm.Uniform(name, a, b) or pm.Truncated(name, pm.Beta.dist(...), "
             "lower=a, upper=b) with 0 < a < b < 1."
         )
+
+
+#: Families whose data are real numbers within declared ``data_bounds`` (the others are counts).
+_CONTINUOUS_FAMILIES = frozenset({"normal_mean", "normal_variance", "laplace", "exponential"})
 
 
 def check_data_within_bounds(model: Model | None, bound: LipschitzBound) -> None:
@@ -998,14 +1227,14 @@ def check_data_within_bounds(model: Model | None, bound: LipschitzBound) -> None
             if isinstance(value, SharedVariable)
             else np.asarray(value.eval())
         )
-        if term.family in ("normal_mean", "exponential", "binomial"):
+        if term.family in _CONTINUOUS_FAMILIES or term.family == "binomial":
             lo, hi = term.inputs["data_bounds"]
         elif term.family == "bernoulli":
             lo, hi = 0.0, 1.0
         else:  # categorical: labels 0..k-1, checked by the likelihood itself
             lo, hi = 0.0, math.inf
         ok = bool(np.all((data >= lo) & (data <= hi)))
-        if term.family != "normal_mean" and term.family != "exponential":
+        if term.family not in _CONTINUOUS_FAMILIES:
             ok = ok and bool(np.all(np.equal(np.mod(data, 1), 0)))
         if not ok:
             raise ValueError(

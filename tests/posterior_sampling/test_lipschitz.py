@@ -26,8 +26,10 @@ from pymc_dp.posterior_sampling.lipschitz import (
     check_data_within_bounds,
     discrete_bayesian_network,
     exponential,
+    laplace,
     lipschitz_bound,
     normal_mean,
+    normal_variance,
     temperature_for,
     trimmed_dirichlet,
 )
@@ -148,7 +150,75 @@ def _trimmed_simplex_points(k, eps, steps=6):
     return np.array([eps + (1 - k * eps) * w for w in pts])
 
 
-def test_categorical_against_brute_force():
+
+# Lemma 20: Laplace with a bounded-below scale, any location.
+@pytest.mark.parametrize("metric", ["replace_one", "l1"])
+def test_laplace_against_brute_force(metric):
+    lo, hi, s1, s2 = -1.0, 2.0, 0.4, 3.0
+    x = np.linspace(lo, hi, 61)
+    # The location ranges beyond the data on both sides (an untrimmed location is allowed).
+    mu, s = np.meshgrid(np.linspace(lo - 2, hi + 2, 81), np.geomspace(s1, s2, 15))
+    ll = st.laplace(mu.ravel()[None, :], s.ravel()[None, :]).logpdf(x[:, None])
+    brute = half_oscillation(ll, per_unit=x if metric == "l1" else None)
+    assert_tight(brute, laplace((lo, hi), (s1, s2), metric=metric).L, rel=1e-9)
+    # Lemma 20's Assumption 1 constant: c₂ = 1/s₁ per unit |x − y|.
+    assert laplace((lo, hi), (s1, s2), metric="l1").L <= 1 / s1
+    assert laplace((lo, hi), (s1, s2), elements=3).L == pytest.approx(
+        3 * laplace((lo, hi), (s1, s2)).L
+    )
+
+
+def test_laplace_bound_is_conservative_for_a_trimmed_location():
+    """A location trimmed inside the data range: the bound still holds, and how loose it is."""
+    lo, hi, s1, s2 = 0.0, 4.0, 0.5, 2.0
+    x = np.linspace(lo, hi, 81)
+    mu, s = np.meshgrid(np.linspace(1.0, 3.0, 81), np.geomspace(s1, s2, 15))
+    ll = st.laplace(mu.ravel()[None, :], s.ravel()[None, :]).logpdf(x[:, None])
+    brute = half_oscillation(ll)
+    L = laplace((lo, hi), (s1, s2)).L
+    assert brute <= L
+    # Here the truth is half the bound (the location spans half the data range).
+    assert brute == pytest.approx(L / 2, rel=1e-9)
+
+
+# Lemma 22: Normal with an unknown variance (and a known or bounded mean).
+@pytest.mark.parametrize(
+    "data, mean, sigma",
+    [
+        ((-1.0, 2.0), (0.5, 0.5), (0.5, 2.0)),  # Lemma 22: known mean inside the data range
+        ((0.0, 1.0), (-2.0, -2.0), (0.3, 1.0)),  # known mean outside it
+        ((-1.0, 2.0), (-3.0, 1.0), (0.7, 1.5)),  # bounded mean, unknown sigma
+        ((-1.0, 1.0), (0.0, 0.0), (1.0, np.inf)),  # sigma not bounded above: τ₁ = 0
+    ],
+)
+@pytest.mark.parametrize("metric", ["replace_one", "l1"])
+def test_normal_variance_against_brute_force(data, mean, sigma, metric):
+    lo, hi = data
+    x = np.linspace(lo, hi, 241 if metric == "l1" else 61)
+    s_hi = sigma[1] if np.isfinite(sigma[1]) else 1e6
+    mu, s = np.meshgrid(np.linspace(*mean, 21), np.concatenate([np.geomspace(sigma[0], s_hi, 14)]))
+    ll = st.norm(mu.ravel()[None, :], s.ravel()[None, :]).logpdf(x[:, None])
+    brute = half_oscillation(ll, per_unit=x if metric == "l1" else None)
+    L = normal_variance(data, mean, sigma, metric=metric).L
+    # The l1 supremum is a limit y → x: a grid reaches it up to its spacing.
+    assert_tight(brute, L, rel=1e-6 if metric == "replace_one" else 0.02)
+
+
+def test_normal_variance_reduces_to_the_known_sigma_formula_and_beats_lemma_22():
+    for metric in ("replace_one", "l1"):
+        assert normal_variance((-1, 2), (-3, 1), (1.5, 1.5), metric=metric).L == pytest.approx(
+            normal_mean((-1, 2), (-3, 1), 1.5, metric=metric).L
+        )
+    # Lemma 22 (known mean μ, 1/σ² ≤ c₂): L₂₂ = ½ c₂ max(|μ|, 1) per unit of
+    # ρ = |x² − y²| + 2|x − y|; for replace-one neighbours in [lo, hi], sup ρ bounds ρ.
+    lo, hi, mu, s1, s2 = -1.0, 2.0, 0.5, 0.5, 2.0
+    c2 = 1 / s1**2
+    rho_max = max(
+        abs(a * a - b * b) + 2 * abs(a - b)
+        for a in np.linspace(lo, hi, 301) for b in (lo, hi)
+    )
+    assert normal_variance((lo, hi), (mu, mu), (s1, s2)).L <= 0.5 * c2 * max(abs(mu), 1) * rho_max
+
     eps, k = 0.05, 3
     rows = _trimmed_simplex_points(k, eps)
     # CPT with two rows (parent 0/1), each any trimmed point: θ = (row0, row1).
@@ -276,7 +346,44 @@ def test_model_exponential_with_a_truncated_prior_and_scale_parametrisation():
     assert_tight(_model_brute_force(m, _grid(1)), bound.L, rel=1e-6)
 
 
-def test_model_discrete_bayesian_network_with_parent_data():
+
+def test_model_laplace_with_an_unbounded_location():
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 10)  # Lemma 20: the location needs no trimming
+        b = pm.Truncated("b", pm.HalfNormal.dist(2.0), lower=0.5, upper=3.0)
+        pm.Laplace("y", mu, b, observed=np.array([-1.0, 2.0]))
+    bound = lipschitz_bound(m, data_bounds=(-1, 2))
+    assert bound.L == pytest.approx(laplace((-1, 2), (0.5, 3.0)).L)
+    assert "Lemma 20" in bound.terms[0].formula
+    assert_tight(_model_brute_force(m, _grid(2, steps=15)), bound.L, rel=1e-6)
+
+
+def test_model_normal_with_unknown_variance():
+    with pm.Model() as m:
+        sigma = pm.Uniform("sigma", 0.5, 2.0)
+        pm.Normal("y", 0.5, sigma, observed=np.array([-1.0, 0.5, 2.0]))
+    bound = lipschitz_bound(m, data_bounds=(-1, 2))
+    assert bound.terms[0].family == "normal_variance" and "Lemma 22" in bound.terms[0].formula
+    assert bound.L == pytest.approx(normal_variance((-1, 2), (0.5, 0.5), (0.5, 2.0)).L)
+    assert_tight(_model_brute_force(m, _grid(1, steps=15)), bound.L, rel=1e-6)
+    # A bounded mean too, sigma as a truncated prior bounded only below (precision up to 4).
+    with pm.Model() as m2:
+        mu = pm.Uniform("mu", -3, 1)
+        sigma = pm.Truncated("sigma", pm.HalfNormal.dist(1.0), lower=0.5)
+        pm.Normal("y", mu, sigma, observed=np.array([-1.0, 2.0]))
+    bound2 = lipschitz_bound(m2, data_bounds=(-1, 2))
+    assert bound2.L == pytest.approx(normal_variance((-1, 2), (-3, 1), (0.5, np.inf)).L)
+    assert_tight(_model_brute_force(m2, _grid(2, width=20, steps=11)), bound2.L, rel=1e-6)
+
+
+def test_every_observed_family_has_one_registered_rule():
+    from pytensor.tensor.random.basic import LaplaceRV, NormalRV
+
+    assert lip._FAMILY_RULES[NormalRV] is lip._normal_rule
+    assert lip._FAMILY_RULES[LaplaceRV] is lip._laplace_rule
+    with pytest.raises(ValueError, match="already has"):
+        lip._family_rule(NormalRV)(lambda *a: None)
+
     # x1 ~ Bernoulli(p1); x2 | x1 ~ Categorical(cpt[x1]) with a trimmed Dirichlet CPT.
     records = np.array(list(itertools.product(range(2), range(3))))
     x1, x2 = records[:, 0], records[:, 1]
@@ -364,11 +471,29 @@ def test_refuses_unbounded_data_or_mean():
 
 def test_refuses_unknown_variance_covariates_groups_and_other_families():
     y = np.zeros(4)
+    # An unknown sigma is supported (Lemma 22) only bounded away from 0.
     _refuses(
         lambda: pm.Normal("y", pm.Uniform("mu", -1, 1), pm.HalfNormal("s", 1), observed=y),
-        "known constant",
+        "not bounded away from 0",
         data_bounds=(-1, 1),
     )
+    _refuses(
+        lambda: pm.Laplace("y", 0.0, pm.HalfNormal("b", 1), observed=y),
+        "not bounded away from 0",
+        data_bounds=(-1, 1),
+    )
+    _refuses(
+        lambda: pm.Normal("y", pm.Normal("mu", 0, 1), pm.Uniform("s", 1, 2), observed=y),
+        "not bounded by its prior",
+        data_bounds=(-1, 1),
+    )
+    _refuses(lambda: pm.Laplace("y", 0.0, pm.Uniform("b", 1, 2), observed=y), "data_bounds")
+
+    def laplace_regression():
+        X = pm.Data("X", np.ones(4))
+        pm.Laplace("y", pm.Uniform("b", -1, 1) * X, 1.0, observed=y)
+
+    _refuses(laplace_regression, "computed from data", data_bounds=(-1, 1))
 
     def regression():
         X = pm.Data("X", np.ones(4))
@@ -420,7 +545,7 @@ def test_out_of_bounds_data_are_refused_without_showing_values():
 
 
 def test_module_formulas_cite_their_lemmas():
-    for fn in (normal_mean, bernoulli, binomial, exponential, categorical,
-               discrete_bayesian_network):
+    for fn in (normal_mean, normal_variance, laplace, bernoulli, binomial, exponential,
+               categorical, discrete_bayesian_network):
         assert "Lemma" in fn.__doc__
     assert "Lemma 24" in lip.discrete_bayesian_network(0.1, [2]).formula
