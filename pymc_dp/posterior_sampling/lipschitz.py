@@ -452,45 +452,105 @@ def exponential(
     )
 
 
+def _corner_pair_oscillation(corners, part, slope, points, lo: float, hi: float, metric: str):
+    r"""½ the largest oscillation of r over a box of parameters, when r is separable.
+
+    For the location–scale families below, r at a corner c of the parameter box is
+    ``r_c(x, y) = part_c(y) − part_c(x)``, and the extremes of r over the box are at its
+    corners. So for two corners ``r_c − r_c' = k(y) − k(x)`` with ``k = part_c − part_c'``,
+    and
+
+    * ``"replace_one"``: ``sup_{x,y} osc(r) = max_{c,c'} (max k − min k)`` over
+      ``[lo, hi]``; ``points(c, c')`` must contain every extreme of k there;
+    * ``"l1"``: per unit ``|x − y|`` the supremum is ``max_{c,c'} sup |k'|`` (mean value
+      theorem); k' is linear or piecewise constant between the points, so it is evaluated
+      at the points and at the midpoints between them.
+
+    Returns half the oscillation: the L of the module docstring.
+    """
+    best = 0.0
+    for c, d in itertools.product(corners, repeat=2):
+        pts = sorted({min(max(t, lo), hi) for t in (lo, hi, *points(c, d))})
+        if metric == "replace_one":
+            k = [part(c, t) - part(d, t) for t in pts]
+            best = max(best, max(k) - min(k))
+        else:
+            mids = [(a + b) / 2 for a, b in zip(pts[:-1], pts[1:])]
+            best = max(best, *(abs(slope(c, t) - slope(d, t)) for t in pts + mids))
+    return best / 2
+
+
 def laplace(
-    data_bounds, scale_bounds, *, metric: str = "replace_one", elements: int = 1
+    data_bounds,
+    scale_bounds,
+    location_bounds=(-math.inf, math.inf),
+    *,
+    metric: str = "replace_one",
+    elements: int = 1,
 ) -> FamilyBound:
-    r"""Laplace likelihood ``e^{−|x − μ|/s} / (2s)``, scale s in ``[s₁, s₂]``, any location μ.
+    r"""Laplace likelihood ``e^{−|x − μ|/s} / (2s)``: scale s in ``[s₁, s₂]``, μ in ``[m₁, m₂]``.
 
-    ``r(μ, s) = (|y − μ| − |x − μ|)/s`` (the θ-dependent ``−ln 2s`` is x-free and cancels).
-    By the triangle inequality ``|r| ≤ |x − y|/s ≤ |x − y|/s₁``, and both extremes are
-    reached when μ can lie on either side of x and y, so ``osc(r) ≤ 2|x − y|/s₁``:
+    With ``τ = 1/s ∈ [τ₁, τ₂] = [1/s₂, 1/s₁]``, ``r(μ, τ) = τ (|y − μ| − |x − μ|)`` (the
+    θ-dependent ``−ln 2s`` is x-free and cancels). For fixed data r is monotone in μ and
+    linear in τ, so its extremes over the box are at the corners, and r separates in x and
+    y (:func:`_corner_pair_oscillation`, with ``part_c(t) = τ_c |t − μ_c|``). The location may
+    be unbounded: a location beyond the data bounds acts as the nearest bound. Two cases in
+    closed form:
 
-    * ``"replace_one"``: ``L = e · (hi − lo)/s₁``;
-    * ``"l1"``: ``L = 1/s₁`` per unit ``|x − y|``.
+    * a location that can lie on either side of the data (e.g. untrimmed):
+      ``L = e (hi − lo)/s₁`` (``"l1"``: ``1/s₁`` per unit ``|x − y|``);
+    * a known location μ: ``L = e (1/s₁ − 1/s₂) max(|lo − μ|, |hi − μ|)/2``.
 
-    This is Lemma 20 (trimmed prior on the inverse scale ``1/s ∈ [c₁, c₂]``, ``μ ∈ ℝ``,
-    ``ρ = |x − y|``) in its Assumption 1 form, ``L = c₂ = 1/s₁``. The location needs no
-    bound; the scale needs a positive lower bound (``s → 0`` makes r unbounded). The bound is
-    attained when the location's range covers the data bounds; a location trimmed to a
-    narrower range makes it conservative (never smaller than the truth).
+    Lemma 20 (trimmed prior on the inverse scale ``1/s ∈ [c₁, c₂]``, ``μ ∈ ℝ``,
+    ``ρ = |x − y|``) states Assumption 1 with ``L₂₀ = c₂ = 1/s₁`` per unit ``|x − y|``, the
+    first case; L here is never larger. The scale needs a positive lower bound (``s → 0``
+    makes r unbounded).
 
     Examples
     --------
     >>> laplace((0.0, 3.0), (0.5, 2.0)).L
     6.0
+    >>> laplace((0.0, 3.0), (0.5, 2.0), (1.0, 1.0)).L
+    1.5
     """
     metric = _check_metric(metric)
     lo, hi = _interval("data_bounds", data_bounds)
     s1, s2 = _positive_lower_interval("the range of the scale", scale_bounds)
+    try:
+        m1, m2 = (float(b) for b in location_bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"location_bounds must be a pair, got {location_bounds!r}") from None
+    if math.isnan(m1) or math.isnan(m2) or not m1 <= m2:
+        raise ValueError(f"location_bounds must satisfy low <= high, got {location_bounds!r}")
     e = _elements(elements)
+    tau = (0.0 if math.isinf(s2) else 1.0 / s2, 1.0 / s1)
+    corners = [(min(max(m, lo), hi), t) for m in (m1, m2) for t in tau]
+    half_osc = _corner_pair_oscillation(
+        corners,
+        part=lambda c, t: c[1] * abs(t - c[0]),
+        slope=lambda c, t: c[1] * float(np.sign(t - c[0])),
+        points=lambda c, d: (c[0], d[0]),
+        lo=lo,
+        hi=hi,
+        metric=metric,
+    )
     if metric == "replace_one":
-        L = e * (hi - lo) / s1
-        formula = "L = e·(hi − lo)/s₁"
+        L = e * half_osc
+        formula = "L = e·max over corner pairs (c, c') of (max k − min k)/2, k(t) = τ_c|t − μ_c| − τ_c'|t − μ_c'|"
     else:
-        L = 1.0 / s1
-        formula = "L = 1/s₁ per unit |x − y|"
+        L = half_osc
+        formula = "L = max over corner pairs (c, c') of sup|k'|/2 per unit |x − y|, k(t) = τ_c|t − μ_c| − τ_c'|t − μ_c'|"
     return FamilyBound(
         "laplace",
         L,
-        f"{formula}  [{_REF}, Lemma 20 (Assumption 1 part)]",
+        f"{formula}  [{_REF}, Lemma 20 (Assumption 1 part), θ-free terms dropped]",
         metric,
-        {"data_bounds": [lo, hi], "scale_bounds": [s1, s2], "elements": e},
+        {
+            "data_bounds": [lo, hi],
+            "scale_bounds": [s1, s2],
+            "location_bounds": [m1, m2],
+            "elements": e,
+        },
     )
 
 
@@ -507,24 +567,20 @@ def normal_variance(
     With the precision ``τ = 1/σ² ∈ [τ₁, τ₂] = [1/s₂², 1/s₁²]`` (``s₂ = ∞`` gives
     ``τ₁ = 0``), ``r(μ, τ) = τ ((y − μ)² − (x − μ)²)/2``; the ``ln σ`` term is x-free and
     cancels. For fixed data r is bilinear in (μ, τ), so its extremes over the box are at
-    the four corners c = (μ_c, τ_c), and for two corners
+    its four corners c = (μ_c, τ_c), and r separates in x and y with
+    ``part_c(t) = τ_c (t − μ_c)²/2`` (:func:`_corner_pair_oscillation`): ``k`` is a
+    quadratic, whose extremes on ``[lo, hi]`` are at the ends and its vertex, and whose
+    slope is linear. This L is exact (the brute-force maximum), for
 
-        r_c − r_c' = (h(y) − h(x))/2,   h(t) = τ_c (t − μ_c)² − τ_c' (t − μ_c')²,
-
-    separates in x and y. Hence, exactly,
-
-    * ``"replace_one"``: ``L = e · max_{c, c'} (max h − min h)/4`` over ``t ∈ [lo, hi]``
-      (a quadratic: its ends and its vertex);
-    * ``"l1"``: per unit ``|x − y|``, ``r/(y − x) = τ (x + y − 2μ)/2`` is bilinear in
-      (μ, τ) and linear in ``u = x + y ∈ [2lo, 2hi]``, so
-      ``L = max_{c, c'} max_u |τ_c (u − 2μ_c) − τ_c' (u − 2μ_c')| / 4``.
+    * ``"replace_one"``: ``L = e · ½ max_{c, c'} (max k − min k)``;
+    * ``"l1"``: ``L = ½ max_{c, c'} sup |k'|`` per unit ``|x − y|``.
 
     With a known mean (``m₁ = m₂ = μ``) the replace-one formula is
-    ``L = e (τ₂ − τ₁) D/4`` with ``D = max (t − μ)² − min (t − μ)²`` over the data bounds:
+    ``L = e (τ₂ − τ₁) D/4`` with ``D = max (t − μ)² − min (t − μ)²`` over the data bounds.
     Lemma 22 of Dimitrakakis et al. (known mean, trimmed prior on ``1/σ² ∈ [c₁, c₂]``) states
     Assumption 1 with ``L₂₂ = ½ c₂ max{|μ|, 1}`` under ``ρ = |x² − y²| + 2|x − y|``, which
     this never exceeds (θ-free terms dropped, oscillation instead of the supremum). With a
-    known σ it reduces to :func:`normal_mean`. A σ that can approach 0 and a mean without
+    known σ it equals :func:`normal_mean`. A σ that can approach 0 and a mean without
     bounds are refused (r is unbounded).
 
     Examples
@@ -538,30 +594,26 @@ def normal_variance(
     s1, s2 = _positive_lower_interval("the range of sigma", sigma_bounds)
     e = _elements(elements)
     tau = (0.0 if math.isinf(s2) else 1.0 / s2**2, 1.0 / s1**2)
-    corners = [(m, t) for m in (m1, m2) for t in tau]
-    best = 0.0
-    for (mc, tc), (md, td) in itertools.product(corners, repeat=2):
-        if metric == "replace_one":
-            def h(t, mc=mc, tc=tc, md=md, td=td):
-                return tc * (t - mc) ** 2 - td * (t - md) ** 2
 
-            pts = [lo, hi]
-            a = tc - td
-            if a != 0:
-                v = (tc * mc - td * md) / a
-                if lo < v < hi:
-                    pts.append(v)
-            vals = [h(t) for t in pts]
-            best = max(best, (max(vals) - min(vals)) / 4)
-        else:
-            for u in (2 * lo, 2 * hi):
-                best = max(best, abs(tc * (u - 2 * mc) - td * (u - 2 * md)) / 4)
+    def vertex(c, d):
+        a = c[1] - d[1]
+        return () if a == 0 else ((c[1] * c[0] - d[1] * d[0]) / a,)
+
+    half_osc = _corner_pair_oscillation(
+        [(m, t) for m in (m1, m2) for t in tau],
+        part=lambda c, t: c[1] * (t - c[0]) ** 2 / 2,
+        slope=lambda c, t: c[1] * (t - c[0]),
+        points=vertex,
+        lo=lo,
+        hi=hi,
+        metric=metric,
+    )
     if metric == "replace_one":
-        L = e * best
-        formula = "L = e·max over corner pairs (c, c') of (max h − min h)/4, h(t) = τ_c(t − μ_c)² − τ_c'(t − μ_c')²"
+        L = e * half_osc
+        formula = "L = e·max over corner pairs (c, c') of (max k − min k)/2, k(t) = (τ_c(t − μ_c)² − τ_c'(t − μ_c')²)/2"
     else:
-        L = best
-        formula = "L = max over corner pairs and u ∈ {2lo, 2hi} of |τ_c(u − 2μ_c) − τ_c'(u − 2μ_c')|/4 per unit |x − y|"
+        L = half_osc
+        formula = "L = max over corner pairs (c, c') of sup|k'|/2 per unit |x − y|, k(t) = (τ_c(t − μ_c)² − τ_c'(t − μ_c')²)/2"
     return FamilyBound(
         "normal_variance",
         L,
@@ -1124,10 +1176,10 @@ def _normal_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
 def _laplace_rule(rv, ranges, bounds, metric, elements) -> FamilyBound:
     mu, scale = rv.owner.op.dist_params(rv.owner)
     # Any location, even unbounded, but not one computed from data (covariates).
-    _param(rv, ranges, mu, "location", allow_indexed=False)
+    m = _param(rv, ranges, mu, "location", allow_indexed=False)
     scale_range = _scale_range(rv, ranges, scale, "scale")
     _require_data_bounds(rv, bounds, "Laplace")
-    return laplace(bounds, scale_range, metric=metric, elements=elements)
+    return laplace(bounds, scale_range, (m.lo, m.hi), metric=metric, elements=elements)
 
 
 @_family_rule(BernoulliRV)

@@ -168,17 +168,27 @@ def test_laplace_against_brute_force(metric):
     )
 
 
-def test_laplace_bound_is_conservative_for_a_trimmed_location():
-    """A location trimmed inside the data range: the bound still holds, and how loose it is."""
+@pytest.mark.parametrize(
+    "location",
+    [(1.0, 3.0), (1.5, 1.5), (-2.0, 1.0), (5.0, 6.0), (-np.inf, 0.5)],
+)
+@pytest.mark.parametrize("metric", ["replace_one", "l1"])
+def test_laplace_with_a_bounded_or_known_location_against_brute_force(location, metric):
     lo, hi, s1, s2 = 0.0, 4.0, 0.5, 2.0
-    x = np.linspace(lo, hi, 81)
-    mu, s = np.meshgrid(np.linspace(1.0, 3.0, 81), np.geomspace(s1, s2, 15))
+    x = np.linspace(lo, hi, 161)
+    m1, m2 = max(location[0], lo - 3), location[1]
+    mu, s = np.meshgrid(np.linspace(m1, m2, 81), np.geomspace(s1, s2, 15))
     ll = st.laplace(mu.ravel()[None, :], s.ravel()[None, :]).logpdf(x[:, None])
-    brute = half_oscillation(ll)
-    L = laplace((lo, hi), (s1, s2)).L
-    assert brute <= L
-    # Here the truth is half the bound (the location spans half the data range).
-    assert brute == pytest.approx(L / 2, rel=1e-9)
+    brute = half_oscillation(ll, per_unit=x if metric == "l1" else None)
+    L = laplace((lo, hi), (s1, s2), location, metric=metric).L
+    assert_tight(brute, L, rel=1e-9 if metric == "replace_one" else 0.01)
+    assert L <= laplace((lo, hi), (s1, s2), metric=metric).L  # never above Lemma 20's
+
+
+def test_laplace_with_a_known_location_closed_form():
+    lo, hi, s1, s2, mu = 0.0, 4.0, 0.5, 2.0, 1.0
+    L = laplace((lo, hi), (s1, s2), (mu, mu)).L
+    assert L == pytest.approx((1 / s1 - 1 / s2) * max(abs(lo - mu), abs(hi - mu)) / 2)
 
 
 # Lemma 22: Normal with an unknown variance (and a known or bounded mean).
