@@ -173,6 +173,37 @@ def tempered_model(model: Model, temperature: float) -> Model:
 
 
 # ---------------------------------------------------------------------- the mechanism
+def _check_no_assumption_2_delta(delta) -> None:
+    """Refuse a positive δ: Assumption 2 / Corollary 9 gives no (ε, δ)-DP guarantee.
+
+    Corollary 9 of Dimitrakakis et al. (2017) says the posterior is ``2L``-DP on the set of
+    parameters whose Lipschitz constant is at most L, a set of *prior* mass
+    ``≥ 1 − e^{−c(L − L₀)}``. Read as (ε, δ)-DP with ``ε = 2L``, ``δ = e^{−c(L − L₀)}`` it is
+    false: the data can put much more *posterior* mass on the rest (their Lemma 19 model
+    breaks it by a factor of 4 or more with exact posteriors;
+    ``tests/posterior_sampling/test_assumption_2.py``). Called before the model is read.
+
+    Raises
+    ------
+    UnsupportedModelError
+        For any δ other than 0.
+    ValueError
+        For a δ that is not a number.
+    """
+    if isinstance(delta, bool) or not isinstance(delta, int | float | np.floating | np.integer):
+        raise ValueError(f"delta must be a number, got a {type(delta).__name__}")
+    if float(delta) != 0.0:
+        raise UnsupportedModelError(
+            f"PosteriorSampling(delta={delta!r}) is refused: posterior sampling is pure DP "
+            "(δ = 0) here. The paper's (ε, δ) version under its Assumption 2 (Corollary 9) "
+            "bounds the *prior* mass of the parameters where the likelihood is not "
+            "L-Lipschitz, not the posterior mass the data can put there, and is not an "
+            "(ε, δ)-DP guarantee. Trim the prior so that every parameter is L-Lipschitz "
+            "(Assumption 1) and give eps alone; see docs/posterior-sampling.md, "
+            "'No (ε, δ) version from Assumption 2'."
+        )
+
+
 @own_mechanism(former_names=("pymc_dp.posterior_sampling.PosteriorSampling",))
 class PosteriorSampling(FixedSettings):
     r"""The posterior sampling mechanism: N draws of a tempered posterior, pure ε-DP.
@@ -196,9 +227,14 @@ class PosteriorSampling(FixedSettings):
     draws : int
         N, the number of posterior draws the object will release (≥ 1). More draws mean a
         smaller T: a flatter tempered posterior.
+    delta : float
+        Only 0. The paper's (ε, δ) reading of posterior sampling under its Assumption 2
+        (Corollary 9: ``2L``-DP "with probability ``1 − e^{−c(L − L₀)}``" over the prior) is
+        not an (ε, δ)-DP guarantee, so a positive δ is refused before the model is read
+        (``docs/posterior-sampling.md``, "No (ε, δ) version from Assumption 2").
     data_bounds : (low, high) or dict, optional
         The declared range of every datum: one pair for all observed variables or a dict
-        ``{name: (low, high)}``. Required for Normal and Exponential observations. The
+        ``{name: (low, high)}``. Required for Normal, Laplace and Exponential observations. The
         observed data must lie within them (checked; the error never shows values).
     metric : {"replace_one", "l1"}
         Neighbouring datasets differ in one datum replaced by any value within the bounds
@@ -289,6 +325,7 @@ class PosteriorSampling(FixedSettings):
         *,
         eps: float,
         draws: int,
+        delta: float = 0.0,
         data_bounds=None,
         metric: str = "replace_one",
         max_rhat: float = 1.01,
@@ -303,6 +340,7 @@ class PosteriorSampling(FixedSettings):
         if budget is not None:
             check_share(budget, self.epsilon, None, owner=type(self).__name__,
                         ledger_dir=ledger_dir, pure=True)
+        _check_no_assumption_2_delta(delta)
         self.delta = 0.0
         self.draws = check_int(draws, "draws")
         self.max_rhat = float(max_rhat)
