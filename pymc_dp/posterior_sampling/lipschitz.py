@@ -452,6 +452,11 @@ def exponential(
     )
 
 
+def _finite_or_none(bounds: list[float]) -> list[float | None]:
+    """Bounds for a report: an infinite one as ``None`` (reports are strict JSON)."""
+    return [b if math.isfinite(b) else None for b in bounds]
+
+
 def _corner_pair_oscillation(corners, part, slope, points, lo: float, hi: float, metric: str):
     r"""½ the largest oscillation of r over a box of parameters, when r is separable.
 
@@ -547,8 +552,8 @@ def laplace(
         metric,
         {
             "data_bounds": [lo, hi],
-            "scale_bounds": [s1, s2],
-            "location_bounds": [m1, m2],
+            "scale_bounds": _finite_or_none([s1, s2]),
+            "location_bounds": _finite_or_none([m1, m2]),
             "elements": e,
         },
     )
@@ -622,7 +627,7 @@ def normal_variance(
         {
             "data_bounds": [lo, hi],
             "mean_bounds": [m1, m2],
-            "sigma_bounds": [s1, s2],
+            "sigma_bounds": _finite_or_none([s1, s2]),
             "elements": e,
         },
     )

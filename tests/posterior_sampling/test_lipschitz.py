@@ -8,6 +8,7 @@ the PyMC model (θ-free terms included): the formula must bound it and be attain
 """
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -365,6 +366,9 @@ def test_model_laplace_with_an_unbounded_location():
     bound = lipschitz_bound(m, data_bounds=(-1, 2))
     assert bound.L == pytest.approx(laplace((-1, 2), (0.5, 3.0)).L)
     assert "Lemma 20" in bound.terms[0].formula
+    # Unbounded ends are reported as null: reports are strict JSON.
+    assert bound.terms[0].inputs["location_bounds"] == [None, None]
+    json.dumps(bound.to_dict(), allow_nan=False)
     assert_tight(_model_brute_force(m, _grid(2, steps=15)), bound.L, rel=1e-6)
 
 
