@@ -46,8 +46,8 @@ def plot_budget_spent(idata, *, budget: float | None = None, delta: float | None
     """The ε each chain had spent by each iteration, tuning included, against the budget.
 
     One line per chain, read from the chain's own privacy stats
-    (:func:`pymc_dp.results.epsilon_by_draw`: what the progress bar shows, exact at each
-    point), tuning shaded (it costs as much as sampling, even when its draws are
+    (:func:`pymc_dp.results.epsilon_by_draw`, exact at each point; the progress bar shows
+    the same, or for minibatch steps a bound from a release count rounded up), tuning shaded (it costs as much as sampling, even when its draws are
     discarded). Each chain's line includes a warm-up the chains share, paid before their
     first iteration (the dot at iteration 0: its own ε). The
     chains are composed with each other by the accountant: their ε do not add up to the

@@ -555,10 +555,13 @@ def import_json(text: str) -> tuple[dp_accounting.DpEvent, str, NeighborRel | No
     data = json.loads(text)
     if not isinstance(data, dict) or data.get("format") != _EXPORT_FORMAT:
         raise ValueError(f"not a {_EXPORT_FORMAT!r} document")
-    relation = data["neighboring_relation"]
+    relation = data.get("neighboring_relation")
+    if relation is not None and relation not in ("REPLACE_ONE", "ADD_OR_REMOVE_ONE"):
+        raise ValueError("the document's neighbouring relation is neither REPLACE_ONE nor "
+                         "ADD_OR_REMOVE_ONE")
     return (
-        _event_from_plain(data["event"]),
-        _check_accountant(data["accountant"]),
+        _event_from_plain(data.get("event")),
+        _check_accountant(data.get("accountant")),
         None if relation is None else NeighborRel[relation],
     )
 
@@ -619,16 +622,46 @@ def from_dp_event(
             f"neighbouring must be {REPLACE_ONE!r} or {ADD_REMOVE!r}, got {neighbouring!r}"
         )
     return [
-        replace(e, name=str(name)) for e in _from_dp_event(event, accountant, neighbouring, 1)
+        replace(e, name=str(name)) for e in _converted(event, accountant, neighbouring, 1)
     ]
+
+
+def _converted(event, accountant: str, neighbouring: str, count: int) -> list[Event]:
+    # By exact type: a subclass of a dp-accounting event may mean something else (the same
+    # rule as the ledger's for our own events).
+    if type(event) not in _from_dp_event.registry:
+        return _from_dp_event.dispatch(object)(event, accountant, neighbouring, count)
+    return _from_dp_event(event, accountant, neighbouring, count)
+
+
+def _whole(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise UnsupportedEventError(f"{what} must be an integer ≥ 0")
+    return int(value)
+
+
+def _positive(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        math.isfinite(value) and value > 0
+    ):
+        raise UnsupportedEventError(f"{what} must be a finite number > 0")
+    return float(value)
 
 
 def events_from_json(text: str, *, name: str = "imported") -> list[Event]:
     """Our events from :func:`export_json`'s text (ours or another tool's in that format)."""
     event, accountant, relation = import_json(text)
+    if relation is None:
+        # (our own export writes none only for an empty ledger: a release without its
+        # relation could be counted under the wrong one, which can under-count it)
+        if from_dp_event(event, accountant, REPLACE_ONE):
+            raise UnsupportedEventError(
+                "the document names no neighbouring relation for its releases: their cost "
+                "depends on it. Convert the event with from_dp_event, naming the relation."
+            )
+        return []
     relations = {v: k for k, v in _RELATIONS.items()}
-    neighbouring = REPLACE_ONE if relation is None else relations[relation]
-    return from_dp_event(event, accountant, neighbouring, name=name)
+    return from_dp_event(event, accountant, relations[relation], name=name)
 
 
 @functools.singledispatch
@@ -648,20 +681,18 @@ def _(event, accountant, neighbouring, count):
 @_from_dp_event.register(dp_accounting.ComposedDpEvent)
 def _(event, accountant, neighbouring, count):
     return [e for part in event.events
-            for e in _from_dp_event(part, accountant, neighbouring, count)]
+            for e in _converted(part, accountant, neighbouring, count)]
 
 
 @_from_dp_event.register(dp_accounting.SelfComposedDpEvent)
 def _(event, accountant, neighbouring, count):
-    times = event.count
-    if not (isinstance(times, numbers.Integral) and times >= 0):
-        raise UnsupportedEventError("a SelfComposedDpEvent needs a count that is an integer ≥ 0")
-    return _from_dp_event(event.event, accountant, neighbouring, count * int(times))
+    times = _whole(event.count, "a SelfComposedDpEvent's count")
+    return _converted(event.event, accountant, neighbouring, count * times)
 
 
 @_from_dp_event.register(dp_accounting.GaussianDpEvent)
 def _(event, accountant, neighbouring, count):
-    z = float(event.noise_multiplier)
+    z = _positive(event.noise_multiplier, "a GaussianDpEvent's noise multiplier")
     if accountant == "pld" and neighbouring == REPLACE_ONE:
         z /= 2.0  # (the inverse of _gaussian_base_event's doubling)
     return [] if count == 0 else [
@@ -676,9 +707,7 @@ def _(event, accountant, neighbouring, count):
             "dp-accounting's PLD accountant does not define a LaplaceDpEvent under the "
             "replace-one relation; give the ε your own accounting gives it as a PureDPEvent"
         )
-    b = float(event.noise_multiplier)
-    if not (math.isfinite(b) and b > 0):
-        raise UnsupportedEventError("a LaplaceDpEvent needs a noise multiplier > 0")
+    b = _positive(event.noise_multiplier, "a LaplaceDpEvent's noise multiplier")
     # Both accountants read Lap(b) as ε = 1/b for one unit of sensitivity.
     return [] if count == 0 else [
         LaplaceEvent(name="imported", epsilon=1.0 / b, count=count, neighbouring=neighbouring)
@@ -692,8 +721,8 @@ def _(event, accountant, neighbouring, count):
             "dp-accounting's RDP accountant does not account for Poisson subsampling under "
             "the replace-one relation"
         )
-    return _subsampled(event.event, float(event.sampling_probability), "poisson",
-                       neighbouring, count)
+    rate = _positive(event.sampling_probability, "a PoissonSampledDpEvent's probability")
+    return _subsampled(event.event, rate, "poisson", neighbouring, count)
 
 
 @_from_dp_event.register(dp_accounting.SampledWithoutReplacementDpEvent)
@@ -703,11 +732,11 @@ def _(event, accountant, neighbouring, count):
             "sampling without replacement is accounted only by dp-accounting's RDP "
             "accountant under the replace-one relation"
         )
-    size, sample = event.source_dataset_size, event.sample_size
-    if not (isinstance(size, numbers.Integral) and isinstance(sample, numbers.Integral)
-            and 0 < sample <= size):
+    size = _whole(event.source_dataset_size, "a SampledWithoutReplacementDpEvent's size")
+    sample = _whole(event.sample_size, "a SampledWithoutReplacementDpEvent's sample size")
+    if not 0 < sample <= size:
         raise UnsupportedEventError(
-            "a SampledWithoutReplacementDpEvent needs integer sizes 0 < sample ≤ source"
+            "a SampledWithoutReplacementDpEvent needs sizes 0 < sample ≤ source"
         )
     return _subsampled(event.event, sample / size, "without_replacement", neighbouring, count)
 
@@ -719,8 +748,9 @@ def _subsampled(base, rate: float, sampling: str, neighbouring: str, count: int)
         raise UnsupportedEventError(
             f"only a subsampled GaussianDpEvent is converted, not one of {type(base).__name__}"
         )
+    z = _positive(base.noise_multiplier, "a GaussianDpEvent's noise multiplier")
     return [] if count == 0 else [SubsampledGaussianEvent(
-        name="imported", noise_multiplier=float(base.noise_multiplier), sampling_rate=rate,
+        name="imported", noise_multiplier=z, sampling_rate=rate,
         sampling=sampling, count=count, neighbouring=neighbouring,
     )]
 

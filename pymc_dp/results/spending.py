@@ -41,11 +41,16 @@ def epsilon_by_draw(idata, *, delta: float | None = None, points: int | None = N
     xarray.DataArray
         ``epsilon`` with dims ``(chain, draw)`` (``draw``: position in the trace, tuning
         draws first when kept) and the coordinate ``iteration``: how many iterations the
-        chain had run by that draw, tuning included (absent when the result says neither
-        how many tuning iterations ran nor holds them). The chain's whole cost is the value
-        at its last draw. Every chain also paid its share of a warm-up the run's chains
-        share, counted in each chain's value; chains are composed with each other (and
-        with that warm-up once) in :func:`pymc_dp.privacy_report`, not by adding these.
+        chain had run by that draw, tuning included, read from the trace's own draw labels
+        (so a thinned or sliced trace keeps its iterations; absent when the result says
+        neither how many tuning iterations ran nor holds them). Each value is what the
+        chain had spent by that draw: at the last draw of an uncut trace, the chain's whole
+        cost; a trace cut short ends at what its chains had spent by its last draw, less
+        than the run spent (``privacy_report`` of a result of :func:`pymc_dp.sample` still
+        says what the whole run cost). Every chain also paid its share of a warm-up the
+        run's chains share, counted in each chain's value; chains are composed with each
+        other (and with that warm-up once) in :func:`pymc_dp.privacy_report`, not by adding
+        these.
 
     Raises
     ------
@@ -101,18 +106,23 @@ def epsilon_by_draw(idata, *, delta: float | None = None, points: int | None = N
             spent[c, i] = known[key]
 
     coords = {"chain": groups[0]["chain"].values, "draw": selected}
-    first = _first_iteration(idata, groups)
-    if first is not None:
-        coords["iteration"] = ("draw", selected + first)
+    iterations = _iterations(idata, groups)
+    if iterations is not None:
+        coords["iteration"] = ("draw", iterations[selected])
     return xr.DataArray(spent, dims=("chain", "draw"), coords=coords, name="epsilon",
                         attrs={"step": owner[0],
                                **({} if delta is None else {"delta": float(delta)})})
 
 
-def _first_iteration(idata, groups) -> int | None:
-    """The iteration count (1-based, tuning included) of the trace's first draw."""
+def _iterations(idata, groups) -> np.ndarray | None:
+    """Each draw's iteration count (1-based, tuning included), from the groups' draw labels
+    (which slicing and thinning keep), tuning draws first when kept."""
+    labels = [np.asarray(ds["draw"].values, dtype=int) for ds in groups]
     if "warmup_sample_stats" in idata.children:
-        return 1
+        tune = idata["warmup_sample_stats"].sizes["draw"]
+        if len(labels) == 2 and np.array_equal(labels[0], np.arange(tune)):
+            return np.concatenate([labels[0] + 1, labels[1] + tune + 1])
+        return None  # (tuning draws cut: their count is unknown)
     tune = groups[0].attrs.get("tuning_steps", idata["posterior"].attrs.get("tuning_steps")
                                if "posterior" in idata.children else None)
-    return None if tune is None else int(tune) + 1
+    return None if tune is None else labels[0] + int(tune) + 1

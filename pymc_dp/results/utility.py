@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import warnings
+
 import numpy as np
 import xarray as xr
+
+from pymc_dp.results.sharing import NotReleasableWarning
 
 from pymc_dp.results.report import privacy_report
 
@@ -46,7 +50,8 @@ def privacy_utility(results, reference=None, *, var_names=None) -> xr.Dataset:
     Raises
     ------
     ValueError
-        No results, a result without posterior or lacking a variable, shapes that differ
+        A result that is not released (``pm.sample``'s, before :func:`pymc_dp.release`), no
+        results, a result without posterior or lacking a variable, shapes that differ
         from the reference's, or a reference parameter of zero spread.
 
     Examples
@@ -87,7 +92,19 @@ def privacy_utility(results, reference=None, *, var_names=None) -> xr.Dataset:
     if not names:
         raise ValueError("no variables to compare")
 
-    reports = [privacy_report(tree) for tree in trees]
+    reports = []
+    for label, tree in zip(labels, trees):
+        with warnings.catch_warnings():  # (refused below with its own message)
+            warnings.simplefilter("ignore", NotReleasableWarning)
+            report = privacy_report(tree)
+        if not report.safe_to_share:
+            # An unreleased trace may hold deterministics read straight from the data.
+            raise ValueError(
+                f"result {label!r} is not a released result: it may hold values computed from "
+                "the data without noise. Pass pymc_dp.release(result, model=model), or results "
+                "of pymc_dp.sample, which are released already."
+            )
+        reports.append(report)
     order = np.argsort([r.epsilon for r in reports], kind="stable")
     columns, ref = _scalars(source if reference is not None else None, names, "reference")
     measure = "distance" if reference is not None else "width"

@@ -507,9 +507,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         return (update_stats,)
 
     def _draw_epsilon(self, stats: Mapping[str, Any]) -> float:
-        """The ε a chain has spent so far, from one draw's privacy stats, at most its true
-        cost (shown in the progress bar; the stats are public). Exact by default; a family
-        whose exact cost is slow to compose may show a bound instead."""
+        """The ε a chain has spent so far, from one draw's privacy stats (shown in the
+        progress bar; the stats are public). Exact by default; a family whose exact cost is
+        slow to compose may show an upper bound instead, never less than the chain spent."""
         return self.epsilon_from_stats(stats)
 
     @classmethod

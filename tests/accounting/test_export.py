@@ -1,6 +1,8 @@
 """A ledger exported to dp-accounting (issue 18 item 4): the ε dp-accounting computes from
 the exported events, in the accountant they were exported for, is ours within its precision."""
 
+import json
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -136,11 +138,12 @@ def test_an_imported_release_costs_what_dp_accounting_says(event, accountant, ne
     assert {e.name for e in events} == {"census"}
     ours = PrivacyLedger(events).epsilon(DELTA)
     theirs = _dp_accounting_epsilon(event, accountant, neighbouring, DELTA)
-    # (Gaussians written for RDP: our ledger composes them exactly, up to 10 % below RDP's
-    # bound; a factor 2 in the noise would move ε by far more)
-    tolerance = 1e-3 if accountant == "pld" else 0.1
-    assert ours <= theirs * (1 + 1e-4)  # never charged less than dp-accounting computes...
-    assert ours == pytest.approx(theirs, rel=tolerance)  # ...nor much more
+    # Never above dp-accounting's figure (beyond its discretisation), and close to it: equal
+    # within the PLD's precision; for events written for RDP our ledger composes Gaussians
+    # exactly, below RDP's looser bound (by 10-20 % here). A factor 2 in the noise multiplier
+    # would move ε by far more than either tolerance.
+    assert ours <= theirs * (1 + 1e-4)
+    assert ours >= theirs * (1 - (1e-3 if accountant == "pld" else 0.2))
 
 
 def test_a_laplace_release_is_imported_as_its_epsilon():
@@ -197,3 +200,31 @@ def test_a_budget_counts_a_users_earlier_release(tmp_path):
     assert budget.remaining() == pytest.approx(3.0 - spent, rel=1e-6)
     with pytest.raises(pymc_dp.PrivacyBudgetExceeded):  # (ε 2.25 alone, 3.31 twice: over 3)
         budget.reserve(from_dp_event(earlier, "pld", "replace_one"), owner="again")
+
+
+class _MyGaussian(dp_accounting.GaussianDpEvent):
+    """A subclass may mean something else: refused, not read as its parent."""
+
+
+@pytest.mark.parametrize("event", [
+    _MyGaussian(1.0),
+    dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(1.0), True),
+    dp_accounting.GaussianDpEvent(-1.0),
+    dp_accounting.GaussianDpEvent(float("nan")),
+    dp_accounting.SampledWithoutReplacementDpEvent(10, 20, dp_accounting.GaussianDpEvent(1.0)),
+])
+def test_odd_events_are_refused(event):
+    with pytest.raises(UnsupportedEventError):
+        from_dp_event(event, "rdp", "replace_one")
+
+
+def test_a_document_without_its_relation_is_refused_unless_empty():
+    # (the cost of a release depends on the relation; our export names none only when empty)
+    document = json.loads(export_json(GAUSSIANS, "rdp"))
+    document["neighboring_relation"] = None
+    with pytest.raises(UnsupportedEventError):
+        events_from_json(json.dumps(document))
+    assert events_from_json(export_json([], "rdp")) == []
+    document["neighboring_relation"] = "REPLACE_SPECIAL"
+    with pytest.raises(ValueError):
+        events_from_json(json.dumps(document))

@@ -98,6 +98,10 @@ def test_every_draw_of_a_gaussian_chain_costs_its_iterations_so_far():
     assert other.attrs["delta"] == 1e-2
     np.testing.assert_allclose(other.values[0, -1], gaussian_epsilon((TUNE + DRAWS) * mu, 1e-2),
                                rtol=1e-9)
+    # a thinned or cut trace keeps each draw's value and its iteration (read from the labels)
+    thinned = epsilon_by_draw(idata.isel(draw=slice(1, None, 3)))
+    np.testing.assert_allclose(thinned.values[0], expected[1::3], rtol=1e-9)
+    np.testing.assert_array_equal(thinned["iteration"].values, iterations[1::3])
 
 
 def test_a_minibatch_chain_is_composed_exactly_at_the_points_asked():

@@ -86,3 +86,13 @@ def test_bad_input_is_refused_with_messages_that_hold_no_data(runs):
     other["posterior"] = xr.DataTree(reference.posterior.to_dataset()[["mu"]])
     with pytest.raises(ValueError, match="no posterior variable"):
         privacy_utility(found, other, var_names=["mu", "sigma"])
+
+
+def test_an_unreleased_trace_is_refused(runs):
+    # (pm.sample's result may hold deterministics read straight from the data)
+    with _model():
+        step = pymc_dp.DPPenalty(eps=2.0, clip_bound=2.0, warmup=False, chains=1)
+        trace = pm.sample(draws=10, tune=10, chains=1, step=step, **SAMPLE)
+    found, _ = runs
+    with pytest.raises(ValueError, match="not a released result"):
+        privacy_utility([found[4.0], trace])
