@@ -6,6 +6,7 @@ Build it (the README's command): ``bash scripts/bootstrap.sh docs && .venv/bin/p
 show output that the code no longer produces; an error in a cell fails the build.
 """
 
+import inspect
 import os
 import tempfile
 
@@ -53,7 +54,22 @@ html_theme = "pydata_sphinx_theme"
 html_title = "pymc_dp"
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 4,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path: list[str] = []
+
+
+def _init_signature(app, what, name, obj, options, signature, return_annotation):
+    """The signature of a step's ``__init__`` instead of PyMC's ``__new__(*args, **kwargs)``."""
+    if what == "class" and signature == "(*args, **kwargs)":
+        sig = inspect.signature(obj.__init__)
+        params = list(sig.parameters.values())[1:]  # without self
+        return str(sig.replace(parameters=params, return_annotation=sig.empty)), return_annotation
+    return None
+
+
+def setup(app):
+    # before numpydoc's handler of the same event, which returns the signature it is given
+    app.connect("autodoc-process-signature", _init_signature, priority=400)
