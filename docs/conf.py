@@ -1,7 +1,7 @@
 """Sphinx configuration of pymc_dp's documentation site.
 
 Build it (the README's command): ``bash scripts/bootstrap.sh docs && .venv/bin/python -m sphinx
--W --keep-going -b html docs docs/_build/html``. Every page written as a MyST-NB notebook
+-T -W --keep-going -b html docs docs/_build/html``. Every page written as a MyST-NB notebook
 (``file_format: mystnb`` in its front matter) is executed on every build, so a page cannot
 show output that the code no longer produces; an error in a cell fails the build.
 """

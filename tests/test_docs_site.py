@@ -67,7 +67,7 @@ def site(tmp_path_factory):
            "PYMC_DP_LEDGER_DIR": str(tmp / "ledgers")}
     started = time.monotonic()
     build = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-j", "2", "-b", "html",
+        [sys.executable, "-m", "sphinx", "-T", "-W", "--keep-going", "-q", "-j", "2", "-b", "html",
          str(source), str(html)],
         cwd=tmp, env=env, capture_output=True, text=True, timeout=1200,
     )
@@ -75,6 +75,25 @@ def site(tmp_path_factory):
     assert build.returncode == 0, (build.stdout + build.stderr)[-6000:]
     print(f"docs built in {seconds:.0f} s")
     return html
+
+
+def test_a_cell_that_raises_fails_the_build(tmp_path):
+    """With the site's own configuration, a page whose code raises does not build."""
+    _require_docs_tools()
+    source = tmp_path / "source"
+    source.mkdir()
+    shutil.copy(DOCS / "conf.py", source / "conf.py")
+    (source / "index.md").write_text(
+        "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n"
+        "---\n\n# A page\n\n```{code-cell} ipython3\nraise RuntimeError('no longer runs')\n```\n")
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-T", "-W", "-q", "-b", "html", str(source),
+         str(tmp_path / "html")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert build.returncode != 0
+    # -T: the cell and its traceback are printed, not only the page's name
+    assert "CellExecutionError" in build.stderr and "no longer runs" in build.stderr
 
 
 def test_the_api_reference_lists_every_public_name():
