@@ -30,8 +30,9 @@ DOCS = ROOT / "docs"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 DOCS_MODULES = ("sphinx", "myst_nb", "pydata_sphinx_theme", "numpydoc", "ipykernel")
-# The public subpackages whose __all__ the API reference covers, besides pymc_dp itself.
-SUBPACKAGES = ("accounting", "mechanisms", "results", "model", "abcdp", "posterior_sampling")
+# The public subpackages (and the plots module) whose __all__ the API reference covers.
+SUBPACKAGES = ("accounting", "mechanisms", "results", "model", "abcdp", "posterior_sampling",
+               "plots")
 # Pages written as notebooks: each must show at least one executed output.
 EXECUTED = ("quickstart", "steps", "choosing-a-budget", "budget", "privatized-data", "abcdp",
             "posterior-sampling", "limitations")

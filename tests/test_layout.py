@@ -2,6 +2,9 @@
 kernel → ledger → result, and no module imports one that imports it back."""
 
 import ast
+import os
+import subprocess
+import sys
 
 from pathlib import Path
 
@@ -99,3 +102,34 @@ def test_nothing_in_the_package_imports_the_testing_tools():
              if not m.startswith("pymc_dp.testing") and any(d.startswith("pymc_dp.testing")
                                                              for d in deps)}
     assert users == set()
+
+
+def test_the_plots_are_optional():
+    # pymc_dp.plots (matplotlib, the plots extra) is imported by no other module of the
+    # package, and no other module imports matplotlib
+    graph = _imports()
+    assert {m for m, deps in graph.items() if "pymc_dp.plots" in deps} == set()
+    plotting = set()
+    for path in PACKAGE.rglob("*.py"):
+        if _module_name(path) == "pymc_dp.plots":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] in ("matplotlib", "arviz_plots") for n in names):
+                plotting.add(_module_name(path))
+    assert plotting == set()
+
+
+def test_import_pymc_dp_imports_no_plotting_library():
+    # (arviz 1.3 imports arviz_plots and with it matplotlib where installed: pymc_dp imports
+    # arviz only where it uses it)
+    code = ("import sys, pymc_dp\n"
+            "print(sorted(m for m in ('matplotlib', 'arviz_plots', 'pymc_dp.plots') "
+            "if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"

@@ -8,8 +8,10 @@ for how a ledger composes its events.
 from pymc_dp.accounting.budget import Budget, BudgetSlice, BudgetStoreError
 from pymc_dp.accounting.dp_accounting_bridge import (
     UnsupportedEventError,
+    events_from_json,
     export_dp_event,
     export_json,
+    from_dp_event,
     import_json,
     pld_delta,
     pld_epsilon,
@@ -82,5 +84,7 @@ __all__ = [
     "export_dp_event",
     "export_json",
     "import_json",
+    "from_dp_event",
+    "events_from_json",
     "zcdp_epsilon",
 ]

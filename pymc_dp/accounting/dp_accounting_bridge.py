@@ -58,6 +58,7 @@ import math
 import numbers
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from fractions import Fraction
 
 import dp_accounting
@@ -67,6 +68,7 @@ from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
 from pymc_dp.accounting.events import (
+    LaplaceEvent,
     ADD_REMOVE,
     REPLACE_ONE,
     Event,
@@ -88,6 +90,8 @@ __all__ = [
     "export_dp_event",
     "export_json",
     "import_json",
+    "from_dp_event",
+    "events_from_json",
 ]
 
 NeighborRel = dp_accounting.NeighboringRelation
@@ -560,6 +564,165 @@ def import_json(text: str) -> tuple[dp_accounting.DpEvent, str, NeighborRel | No
 
 
 _EXPORT_FORMAT = "pymc_dp dp-accounting export 1"
+
+
+# ---------------------------------------------------------------------- import
+def from_dp_event(
+    event: dp_accounting.DpEvent, accountant: str, neighbouring: str, *, name: str = "imported"
+) -> list[Event]:
+    """Our events for a dp-accounting ``DpEvent``: other releases, counted in a budget.
+
+    The reverse of :func:`export_dp_event`, for the releases a user made elsewhere (with
+    TF Privacy, Opacus, PipelineDP or by hand) on the same people, so that a
+    :class:`pymc_dp.Budget` counts them: ``budget.reserve(from_dp_event(...))``. The noise
+    multiplier of a dp-accounting event means different things to its two accountants
+    (see "Sensitivity conventions" above), so ``accountant`` must name the one the event
+    was written for, and ``neighbouring`` the relation it was accounted under.
+
+    Converted: ``GaussianDpEvent``; ``LaplaceDpEvent`` (not for ``"pld"`` under
+    replace-one, which dp-accounting does not define); ``PoissonSampledDpEvent`` and
+    ``SampledWithoutReplacementDpEvent`` of a Gaussian where dp-accounting's accountant of
+    that kind accounts for them; ``SelfComposedDpEvent``, ``ComposedDpEvent`` and
+    ``NoOpDpEvent``. Anything else (zCDP, randomized response, tree aggregation, a
+    non-private or unsupported event) is refused: no release is counted at a guess.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+    accountant : {"pld", "rdp"}
+        The dp-accounting accountant the event was written for.
+    neighbouring : {"replace_one", "add_remove"}
+        The relation it was accounted under; a budget composes only one relation.
+    name : str
+        The events' name in the ledger and the report.
+
+    Returns
+    -------
+    list of Event
+
+    Raises
+    ------
+    UnsupportedEventError
+        An event with no faithful counterpart here.
+
+    Examples
+    --------
+    >>> import dp_accounting
+    >>> census = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(8.0), 3)
+    >>> [e] = from_dp_event(census, "pld", "replace_one", name="census tables")
+    >>> e.noise_multiplier, e.count
+    (4.0, 3)
+    """
+    _check_accountant(accountant)
+    if neighbouring not in _RELATIONS:
+        raise ValueError(
+            f"neighbouring must be {REPLACE_ONE!r} or {ADD_REMOVE!r}, got {neighbouring!r}"
+        )
+    return [
+        replace(e, name=str(name)) for e in _from_dp_event(event, accountant, neighbouring, 1)
+    ]
+
+
+def events_from_json(text: str, *, name: str = "imported") -> list[Event]:
+    """Our events from :func:`export_json`'s text (ours or another tool's in that format)."""
+    event, accountant, relation = import_json(text)
+    relations = {v: k for k, v in _RELATIONS.items()}
+    neighbouring = REPLACE_ONE if relation is None else relations[relation]
+    return from_dp_event(event, accountant, neighbouring, name=name)
+
+
+@functools.singledispatch
+def _from_dp_event(event, accountant: str, neighbouring: str, count: int) -> list[Event]:
+    raise UnsupportedEventError(
+        f"{type(event).__name__} has no counterpart among pymc_dp's events: it cannot be "
+        "counted in a budget. Reserve a PureDPEvent with the ε your own accountant gives "
+        "it, if that is a pure ε."
+    )
+
+
+@_from_dp_event.register(dp_accounting.NoOpDpEvent)
+def _(event, accountant, neighbouring, count):
+    return []
+
+
+@_from_dp_event.register(dp_accounting.ComposedDpEvent)
+def _(event, accountant, neighbouring, count):
+    return [e for part in event.events
+            for e in _from_dp_event(part, accountant, neighbouring, count)]
+
+
+@_from_dp_event.register(dp_accounting.SelfComposedDpEvent)
+def _(event, accountant, neighbouring, count):
+    times = event.count
+    if not (isinstance(times, numbers.Integral) and times >= 0):
+        raise UnsupportedEventError("a SelfComposedDpEvent needs a count that is an integer ≥ 0")
+    return _from_dp_event(event.event, accountant, neighbouring, count * int(times))
+
+
+@_from_dp_event.register(dp_accounting.GaussianDpEvent)
+def _(event, accountant, neighbouring, count):
+    z = float(event.noise_multiplier)
+    if accountant == "pld" and neighbouring == REPLACE_ONE:
+        z /= 2.0  # (the inverse of _gaussian_base_event's doubling)
+    return [] if count == 0 else [
+        GaussianEvent(name="imported", noise_multiplier=z, count=count, neighbouring=neighbouring)
+    ]
+
+
+@_from_dp_event.register(dp_accounting.LaplaceDpEvent)
+def _(event, accountant, neighbouring, count):
+    if accountant == "pld" and neighbouring == REPLACE_ONE:
+        raise UnsupportedEventError(
+            "dp-accounting's PLD accountant does not define a LaplaceDpEvent under the "
+            "replace-one relation; give the ε your own accounting gives it as a PureDPEvent"
+        )
+    b = float(event.noise_multiplier)
+    if not (math.isfinite(b) and b > 0):
+        raise UnsupportedEventError("a LaplaceDpEvent needs a noise multiplier > 0")
+    # Both accountants read Lap(b) as ε = 1/b for one unit of sensitivity.
+    return [] if count == 0 else [
+        LaplaceEvent(name="imported", epsilon=1.0 / b, count=count, neighbouring=neighbouring)
+    ]
+
+
+@_from_dp_event.register(dp_accounting.PoissonSampledDpEvent)
+def _(event, accountant, neighbouring, count):
+    if accountant == "rdp" and neighbouring == REPLACE_ONE:
+        raise UnsupportedEventError(
+            "dp-accounting's RDP accountant does not account for Poisson subsampling under "
+            "the replace-one relation"
+        )
+    return _subsampled(event.event, float(event.sampling_probability), "poisson",
+                       neighbouring, count)
+
+
+@_from_dp_event.register(dp_accounting.SampledWithoutReplacementDpEvent)
+def _(event, accountant, neighbouring, count):
+    if accountant != "rdp" or neighbouring != REPLACE_ONE:
+        raise UnsupportedEventError(
+            "sampling without replacement is accounted only by dp-accounting's RDP "
+            "accountant under the replace-one relation"
+        )
+    size, sample = event.source_dataset_size, event.sample_size
+    if not (isinstance(size, numbers.Integral) and isinstance(sample, numbers.Integral)
+            and 0 < sample <= size):
+        raise UnsupportedEventError(
+            "a SampledWithoutReplacementDpEvent needs integer sizes 0 < sample ≤ source"
+        )
+    return _subsampled(event.event, sample / size, "without_replacement", neighbouring, count)
+
+
+def _subsampled(base, rate: float, sampling: str, neighbouring: str, count: int) -> list[Event]:
+    # Subsampled Gaussians only: what our ledger accounts for (the noise multiplier is the
+    # same number in both conventions, see the module docstring).
+    if type(base) is not dp_accounting.GaussianDpEvent:
+        raise UnsupportedEventError(
+            f"only a subsampled GaussianDpEvent is converted, not one of {type(base).__name__}"
+        )
+    return [] if count == 0 else [SubsampledGaussianEvent(
+        name="imported", noise_multiplier=float(base.noise_multiplier), sampling_rate=rate,
+        sampling=sampling, count=count, neighbouring=neighbouring,
+    )]
 
 
 def _plain(value):

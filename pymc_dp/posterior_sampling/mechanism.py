@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -607,6 +606,10 @@ def _neighbouring_text(metric: str) -> str:
 
 def _diagnostics(posterior: xr.Dataset, names: Sequence[str]) -> dict[str, float]:
     """Worst R-hat and smallest bulk / tail (5%, 95% quantiles) ESS over every scalar of the named variables."""
+    # (imported here: arviz 1.3 imports arviz_plots, and with it matplotlib where installed;
+    # ``import pymc_dp`` imports no plotting library, tests/test_layout.py)
+    import arviz as az
+
     rhats, bulk, tail = [], [], []
     for name in names:
         values = np.asarray(posterior[name].values, dtype=float)

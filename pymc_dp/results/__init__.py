@@ -2,12 +2,17 @@
 
 :func:`sample` (:mod:`~pymc_dp.results.sampling`) runs ``pm.sample`` with a private step,
 :func:`release` (:mod:`~pymc_dp.results.sharing`) keeps only what is safe to share, and
-:func:`privacy_report` (:mod:`~pymc_dp.results.report`) says what it cost.
+:func:`privacy_report` (:mod:`~pymc_dp.results.report`) says what it cost,
+:func:`epsilon_by_draw` (:mod:`~pymc_dp.results.spending`) what each chain had spent by
+each draw, and :func:`privacy_utility` (:mod:`~pymc_dp.results.utility`) the
+privacy–utility table of runs at several ε (drawn by :mod:`pymc_dp.plots`).
 """
 
 from pymc_dp.results.sharing import NotReleasableWarning, declared_stats, release
 from pymc_dp.results.report import PrivacyReport, privacy_report
 from pymc_dp.results.sampling import StuckChainWarning, TemperedTargetWarning, sample
+from pymc_dp.results.spending import epsilon_by_draw
+from pymc_dp.results.utility import privacy_utility
 
 __all__ = [
     "NotReleasableWarning",
@@ -15,7 +20,9 @@ __all__ = [
     "StuckChainWarning",
     "TemperedTargetWarning",
     "declared_stats",
+    "epsilon_by_draw",
     "privacy_report",
+    "privacy_utility",
     "release",
     "sample",
 ]

@@ -68,6 +68,69 @@ class PrivacyReport:
             raise ValueError("This report lists no events of its run.")
         return PrivacyLedger([event_from_dict(e) for row in rows for e in row["events"]])
 
+    def releases(self, composed: bool = False) -> list[dict[str, Any]]:
+        """Each release this report lists, with its own ε at the report's δ, in order.
+
+        A run's report lists a warm-up its chains share, then each chain's sampling (tuning
+        included); a :class:`pymc_dp.Budget`'s lists every reservation against the dataset,
+        of every step or mechanism. Their ε do not add up to the report's ``epsilon``:
+        that is their composition, which costs less than the sum for Gaussian and
+        subsampled releases.
+
+        Parameters
+        ----------
+        composed : bool
+            Also give, for each release, the ε of it and every release before it composed
+            by the accountant (:class:`~pymc_dp.accounting.PrivacyLedger`, at the report's
+            δ); the last is the report's ``epsilon``. One composition per release (for
+            subsampled releases, a fraction of a second each). Only for a report of one
+            step's run or of a budget (steps of one run are composed step by step).
+
+        Returns
+        -------
+        list of dict
+            ``label`` (who released), ``kind`` (``"warm-up"``, ``"chain"`` or
+            ``"release"``), ``epsilon`` (its own cost) and, if asked, ``composed``.
+
+        Raises
+        ------
+        ValueError
+            The report lists no release with its own cost (one recomputed from a trace's
+            stats, or a ledger's or step's lifetime report).
+        """
+        rows = []
+        events = []  # each row's events, for the composed costs
+        for row in self.details.get("shared_warmup", []):
+            rows.append({"label": f"{row['step']} warm-up (all chains)", "kind": "warm-up",
+                         "epsilon": row.get("epsilon")})
+            events.append(row.get("events"))
+        for row in self.details.get("chains", []):
+            name = f"{row['step']} chain {row['chain']}" if "step" in row else f"chain {row['chain']}"
+            rows.append({"label": name, "kind": "chain", "epsilon": row.get("epsilon")})
+            events.append(row.get("events"))
+        for row in self.details.get("releases", []):  # a Budget's
+            kind = ("warm-up" if row.get("kind") == "warm-up"
+                    else "chain" if "draws" in row and "tune" in row else "release")
+            label = f"#{row['seq']} {row['owner'] or 'release'}"
+            rows.append({"label": label + ("" if kind == "release" else f" ({kind})"),
+                         "kind": kind, "epsilon": row.get("epsilon")})
+            events.append(row.get("events"))
+        if not rows or any(r["epsilon"] is None for r in rows):
+            raise ValueError(
+                "This report lists no release with its own cost (a report recomputed from a "
+                "trace's stats, or a ledger's or step's lifetime report): use the report of "
+                "a result of pymc_dp.sample, or of a pymc_dp.Budget.")
+        rows = [{**r, "epsilon": float(r["epsilon"])} for r in rows]
+        if composed:
+            if len(self.details.get("steps", [])) > 1 or any(e is None for e in events):
+                raise ValueError("Composed costs are given for the report of one step's run "
+                                 "or of a budget only.")
+            so_far = PrivacyLedger()
+            for row, found in zip(rows, events):
+                so_far.extend(event_from_dict(e) for e in found)
+                row["composed"] = so_far.epsilon(self.delta)
+        return rows
+
     @classmethod
     def from_json(cls, text: str) -> PrivacyReport:
         """The report :meth:`to_json` wrote (as a result's ``dp_report`` attr holds it)."""

@@ -193,8 +193,9 @@ class ABCDP(PrivateStep):
         "dp_epsilon_chain": (np.float64, []),
     }
 
-    def _draw_epsilon(self, stats) -> float:
-        return float(stats["dp_epsilon_chain"])
+    @classmethod
+    def epsilon_from_stats(cls, stats, delta: float | None = None) -> float:
+        return float(stats["dp_epsilon_chain"])  # pure ε-DP: the same at every δ
 
     @classmethod
     def cost_from_stats(cls, stats) -> TraceCost | None:

@@ -508,7 +508,21 @@ class PrivateStep(FixedSettings, ArrayStepShared):
 
     def _draw_epsilon(self, stats: Mapping[str, Any]) -> float:
         """The ε a chain has spent so far, from one draw's privacy stats, at most its true
-        cost (shown in the progress bar; the stats are public)."""
+        cost (shown in the progress bar; the stats are public). Exact by default; a family
+        whose exact cost is slow to compose may show a bound instead."""
+        return self.epsilon_from_stats(stats)
+
+    @classmethod
+    def epsilon_from_stats(cls, stats: Mapping[str, Any], delta: float | None = None) -> float:
+        """The ε a chain had spent by one draw, from that draw's privacy stats.
+
+        ``stats`` maps the step's declared stats to one draw's values (public numbers).
+        Every release of the chain so far counts, tuning included, and a warm-up its run
+        shares; they are composed as the report composes a trace's cost
+        (:meth:`cost_from_stats`), at ``delta`` (default: the draw's ``dp_delta``), so at a
+        chain's last draw this is the chain's cost recomputed from its trace. Each step
+        family reads its own stats (the schema's one owner).
+        """
         raise NotImplementedError
 
     def _refuse_non_private_company(self) -> None:

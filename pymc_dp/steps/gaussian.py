@@ -32,10 +32,12 @@ GAUSSIAN_PRIVACY_STATS = {
 class GaussianPrivateStep(PrivateStep):
     """A :class:`PrivateStep` whose iterations each cost a fixed μ (Gaussian releases)."""
 
-    def _draw_epsilon(self, stats) -> float:
+    @classmethod
+    def epsilon_from_stats(cls, stats, delta: float | None = None) -> float:
         # (exact: the chain's μ so far, tuning included, and a warm-up its run shares)
         mu = float(stats["dp_mu_chain"]) + float(stats.get("dp_mu_shared_warmup", 0.0))
-        return gaussian_epsilon(mu, float(stats["dp_delta"])) if mu > 0 else 0.0
+        delta = float(stats["dp_delta"]) if delta is None else delta
+        return gaussian_epsilon(mu, delta) if mu > 0 else 0.0
 
     @classmethod
     def cost_from_stats(cls, stats) -> TraceCost | None:

@@ -65,9 +65,16 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         # that a long chain costs at most a few hundred compositions, each an upper bound.
         count = int(stats["dp_releases_chain"])
         step = 10 ** max(0, len(str(count)) - 2)
-        rounded = {**stats, "dp_releases_chain": -(-count // step) * step}
+        return self.epsilon_from_stats({**stats, "dp_releases_chain": -(-count // step) * step})
+
+    @classmethod
+    def epsilon_from_stats(cls, stats, delta: float | None = None) -> float:
+        # (exact for the count given; one dp-accounting composition per distinct count, cached)
+        stats = {k: v for k, v in stats.items() if k.startswith("dp_")}
+        if delta is not None:
+            stats["dp_delta"] = delta
         shared = float(stats.get("dp_mu_shared_warmup", 0.0))
-        key = tuple(sorted((k, float(v)) for k, v in rounded.items() if k.startswith("dp_")))
+        key = tuple(sorted((k, float(v)) for k, v in stats.items()))
         return _draw_cost(key, shared)
 
     @classmethod
