@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create ./.venv with a Python >= 3.12 and install pymc_dp into it (editable).
-# Usage: bash scripts/bootstrap.sh [EXTRA]   e.g. `bash scripts/bootstrap.sh test`
+# Usage: bash scripts/bootstrap.sh [EXTRA]   e.g. `bash scripts/bootstrap.sh test` (test extras,
+# which include the docs extra) or `bash scripts/bootstrap.sh docs` (to build the site)
 # Finds the interpreter itself: $PYTHON, then python3.13/python3.12/python3 on PATH, then pyenv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,18 +30,30 @@ if [ ! -x .venv/bin/python ] || ! is_ok .venv/bin/python; then
   "$py" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip
 fi
+# The tests build the documentation site too: `test` installs the `docs` extra with it.
+case ",$extra," in
+  *,test,*) case ",$extra," in *,docs,*) ;; *) extra="$extra,docs" ;; esac ;;
+esac
+# Installs Debian packages where their programs are missing (as root, with apt-get).
+apt_install() {  # apt_install WHAT PACKAGE...
+  local what="$1"; shift
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's $* ($what)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    echo "Debian's $* missing and no root to install them: $what will FAIL." >&2
+  fi
+}
 # The tests of the PostgreSQL budget store start a server of their own from Debian's
-# postgresql package: install it where it is missing (as root, with apt-get).
+# postgresql package; the documentation site's test opens the built pages in Debian's
+# chromium, driven through chromedriver.
 case ",$extra," in
   *,test,*)
+    if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+      apt_install "the documentation site's browser test" chromium chromium-driver
+    fi
     if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
-      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "Installing Debian's postgresql (for the PostgreSQL budget store's tests)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-      else
-        echo "No PostgreSQL server binaries and no root to install them: the PostgreSQL" \
-             "budget store's tests will FAIL. Install Debian's postgresql package." >&2
-      fi
+      apt_install "the PostgreSQL budget store's tests" postgresql
     fi
     ;;
 esac

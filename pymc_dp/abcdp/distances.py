@@ -193,7 +193,7 @@ class Distance:
 
     #: whether :meth:`fit` still has to fix hyper-parameters from simulated data
     needs_fit: bool = False
-    #: the largest |value| of the observations the distance computes with in floating point
+    #: the largest absolute value of the observations the distance computes with in floating point
     #: (float64 squares of differences stay finite); ABCDP refuses larger ones before any
     #: budget is reserved
     max_abs_value: float = _MAX_ABS_FLOAT64

@@ -271,9 +271,11 @@ class Gradients:
         return rows, prior_grad, self._prior_negative_hessian(q)
 
     def likelihood_parameters(self):
-        """The likelihood's own parameters φ(θ) (:class:`~pymc_dp.model.likelihood_parameters.
-        LikelihoodParameters`), compiled on first use; ``None`` if the graph has none that
-        a surrogate likelihood can use (reading the graph only, never data)."""
+        """The likelihood's own parameters φ(θ), compiled on first use.
+
+        A :class:`~pymc_dp.model.likelihood_parameters.LikelihoodParameters`, or ``None`` if
+        the graph has none that a surrogate likelihood can use (reading the graph only, never
+        data)."""
         if "_likelihood_parameters" not in self.__dict__:
             from pymc_dp.model.likelihood_parameters import LikelihoodParameters
 

@@ -10,7 +10,7 @@ What this module computes
 -------------------------
 For neighbouring datasets X, Y differing in one datum j (``x_j`` against ``y_j``), let
 ``r(θ) = ℓ(x_j, θ) − ℓ(y_j, θ)`` be the log-likelihood ratio of the changed datum. The
-posterior ratio is
+posterior ratio is::
 
     ln ξ(θ|X) − ln ξ(θ|Y) = r(θ) − ln E_{ξ(·|Y)}[exp r],
 
