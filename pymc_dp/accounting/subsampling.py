@@ -118,6 +118,8 @@ def subsampled_noise_multiplier(
     else:
         log_z = _rdp_root(rdp_excess, q, releases, eps, delta, z_unsampled)
         z = math.exp(log_z)
+        if z_unsampled is not None:  # (the root's safe-side margin may step past it)
+            z = min(z, z_unsampled)
     # The ledger uses all default orders, a superset: its ε is at most the one found above.
     # Checked anyway, since the ledger is what the budget guard enforces.
     for _ in range(100):
