@@ -102,7 +102,11 @@ def max_subsampled_releases(eps, delta, z, q, hi=1 << 20, accountant=None):
     cost = lambda k: accountant(  # noqa: E731
         [SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)], delta
     )
-    lo = 0
+    lo, top = 0, hi
+    hi = 1
+    while hi < top and cost(hi) <= eps:  # doubling first: small k are cheap to query
+        lo, hi = hi, 2 * hi
+    hi = min(hi, top)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if cost(mid) <= eps else (lo, mid)
@@ -126,8 +130,8 @@ def _poisson_pld(events, delta):
 def budget_part(args):
     rdp = pymc_dp.accounting.rdp_epsilon
     settings = [(args.n, 1000, math.sqrt(MB_PLAIN["tau"]), eps) for eps in args.eps]
-    settings += [(n, 16, 1.5, 1.0) for n in (16, 17, 20, 24, 32, 48)]
-    settings += [(1100, 1000, 1.0, 2.0), (2000, 1000, 1.0, 2.0)]
+    settings += [(n, 16, 3.0, 2.0) for n in (16, 17, 20, 32, 48)]
+    settings += [(1100, 1000, 2.0, 2.0)]
     print("iterations (releases) that fit (eps, delta = 0.1/n) at a fixed noise multiplier z")
     print(f"{'n':>7} {'b':>5} {'z':>6} {'eps':>4} {'RDP (before)':>12} {'ledger (now)':>12} "
           f"{'ratio':>6} {'bound now':>29} {'Poisson PLD*':>12}")
@@ -139,7 +143,7 @@ def budget_part(args):
         bound = PrivacyLedger([SubsampledGaussianEvent(
             name="r", noise_multiplier=z, sampling_rate=q, count=max(after, 1))]).bound(delta)
         poisson = max_subsampled_releases(eps, delta, z, q, accountant=_poisson_pld)
-        ratio = after / before if before else math.inf
+        ratio = after / before if before else math.nan
         rows.append(dict(n=n, b=b, z=z, eps=eps, before=before, after=after, bound=bound,
                          poisson=poisson))
         print(f"{n:>7} {b:>5} {z:>6.3f} {eps:>4g} {before:>12d} {after:>12d} {ratio:>6.2f} "

@@ -132,7 +132,7 @@ def test_calibration_reaches_a_budget_below_the_rdp_floor_with_the_unsampled_bou
     ev = SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)
     assert PrivacyLedger([ev]).epsilon(delta) <= eps
     assert PrivacyLedger([ev]).bound(delta) == "gaussian_without_subsampling"
-    assert rdp_epsilon([ev], delta) > 10 * eps  # the floor the RDP bound alone would hit
+    assert rdp_epsilon([ev], delta) > 3 * eps  # the RDP bound alone: three times the budget
 
 
 def test_calibration_orders_are_a_subset_of_the_ledgers():
