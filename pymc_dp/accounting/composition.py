@@ -22,15 +22,16 @@ The one place that decides which accountant a ledger uses (the rules are stated 
   ====  ==============  ======================================  ==========================
 
   and every route composes *all* the non-pure events of the mix (so one Barker event moves
-  the Gaussians into RDP too). A route may also hold **alternative bounds** (:class:`Bound`):
-  other upper bounds on the same mix that hold under the same assumptions; the route answers
-  with the smallest of its own and those that apply, and says which one it was
-  (:func:`composed_bound`). The ``rdp`` route has one: the same releases as if every batch
-  were the whole data set (:data:`UNSAMPLED_GAUSSIAN`), the exact Gaussian composition of
-  their summed μ, which sampling without replacement can only improve on; A route therefore has to take every event of lower rank, or
+  the Gaussians into RDP too). A route therefore has to take every event of lower rank, or
   refuse it with :class:`~pymc_dp.accounting.dp_accounting_bridge.UnsupportedEventError`
   (the RDP routes refuse Poisson subsampling under replace-one): a new event type gets the
-  rank above every route that cannot account it;
+  rank above every route that cannot account it. A route may also hold **alternative
+  bounds** (:class:`Bound`): other upper bounds on the same mix that hold under their own
+  stated assumptions; the route answers with the smallest of its own and those that apply,
+  and says which one it was (:func:`composed_bound`). The ``rdp`` route has one: the same
+  releases as if every batch were the whole data set (:data:`UNSAMPLED_GAUSSIAN`), the exact
+  Gaussian composition of their summed μ, which sampling without replacement can only
+  improve on;
 * and the fields of its row in :meth:`PrivacyLedger.summary
   <pymc_dp.accounting.ledger.PrivacyLedger.summary>`.
 

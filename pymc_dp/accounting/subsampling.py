@@ -4,8 +4,8 @@
 releases fit (ε, δ) in the ledger's own accountant: the smaller of dp-accounting's RDP bound
 for sampling without replacement and the exact Gaussian composition of the same releases
 without subsampling (:data:`~pymc_dp.accounting.composition.UNSAMPLED_GAUSSIAN`), so that what
-is planned is what the ledger charges (the RDP analysis is in :mod:`pymc_dp.accounting.rdp`). Everything here is a closed-form computation on public
-parameters; nothing reads data.
+is planned is what the ledger charges (the RDP analysis is in :mod:`pymc_dp.accounting.rdp`).
+Everything here is a closed-form computation on public parameters; nothing reads data.
 """
 
 from __future__ import annotations
