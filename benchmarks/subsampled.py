@@ -43,9 +43,10 @@ Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_mode
 
     Run lengths, as in the thesis: the noise is fixed by τ and the chain runs as many
     iterations K(ε) as the accountant allows. For the minibatch penalty K is the largest k
-    for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (RDP,
-    sampling without replacement; the thesis used the tighter Fourier accountant, so its K
-    is larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
+    for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (the
+    smaller of RDP for sampling without replacement and the unsubsampled Gaussian, RDP at
+    this rate; the thesis used a Fourier accountant for Poisson sampling, so its K is
+    larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
     Barker K is Theorem 7's maximum (:func:`pymc_dp.accounting.barker_max_iterations`).
 
     Thesis Fig 6.3 plots these curves, but its values are not in the text; what the text
