@@ -1,7 +1,19 @@
 """Minibatch DP penalty and DP Barker on the thesis' tempered 2-d banana: MMD and speed.
 
 Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_models``,
-``pymc_dp.testing.evaluation.mmd``, ``pymc_dp.accounting``). Two parts:
+``pymc_dp.testing.evaluation.mmd``, ``pymc_dp.accounting``). Three parts:
+
+``budget``
+    How many minibatch-penalty releases fit a budget (ε, δ) at a fixed noise multiplier,
+    before and after the ledger took the smaller of its valid bounds (issue 17 item 3), as
+    ratios in one process: "RDP" is dp-accounting's RDP bound for sampling without
+    replacement alone (the ledger's charge before), "ledger" is what it charges now (the
+    smaller of that and the exact Gaussian composition without subsampling). Rows: the
+    thesis' tempered-banana setting (n = 10⁵, b = 1000, z = √1.5, δ = 0.1/n) and small data
+    sets where the batch is most of the data. For comparison only, "Poisson PLD" is
+    dp-accounting's PLD accountant for *Poisson* sampling at the same rate (add/remove),
+    the Fourier accountant the thesis used: it assumes another sampling scheme than the
+    steps' fixed-size batches drawn without replacement, and is not used by the ledger.
 
 ``mmd``
     The thesis' tempered banana, d = 2 (Table 5.1: n = 10⁵, n0 = 1000, so T = 0.01; a = 20,
@@ -31,9 +43,10 @@ Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_mode
 
     Run lengths, as in the thesis: the noise is fixed by τ and the chain runs as many
     iterations K(ε) as the accountant allows. For the minibatch penalty K is the largest k
-    for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (RDP,
-    sampling without replacement; the thesis used the tighter Fourier accountant, so its K
-    is larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
+    for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (the
+    smaller of RDP for sampling without replacement and the unsubsampled Gaussian, RDP at
+    this rate; the thesis used a Fourier accountant for Poisson sampling, so its K is
+    larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
     Barker K is Theorem 7's maximum (:func:`pymc_dp.accounting.barker_max_iterations`).
 
     Thesis Fig 6.3 plots these curves, but its values are not in the text; what the text
@@ -50,7 +63,7 @@ Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_mode
 
 Usage::
 
-    python benchmarks/subsampled.py [--parts mmd speed] [--chains 20] [--quick]
+    python benchmarks/subsampled.py [--parts budget mmd speed] [--chains 20] [--quick]
                                     [--with-dppenalty] [--guided]
 """
 
@@ -82,12 +95,19 @@ BARKER = dict(scaling=0.12, batch_size=1300)
 DPP = dict(tau=0.2, scaling=0.035, clip_bound=5.0)
 
 
-def max_subsampled_releases(eps, delta, z, q, hi=1 << 20):
-    """The largest k such that k releases (multiplier z, rate q) cost at most (ε, δ)."""
-    cost = lambda k: PrivacyLedger(  # noqa: E731
-        [SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)]
-    ).epsilon(delta)
-    lo = 0
+def max_subsampled_releases(eps, delta, z, q, hi=1 << 20, accountant=None):
+    """The largest k such that k releases (multiplier z, rate q) cost at most (ε, δ).
+
+    ``accountant``: ``events, δ ↦ ε`` (by default the ledger's charge)."""
+    accountant = accountant or (lambda events, d: PrivacyLedger(events).epsilon(d))
+    cost = lambda k: accountant(  # noqa: E731
+        [SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)], delta
+    )
+    lo, top = 0, hi
+    hi = 1
+    while hi < top and cost(hi) <= eps:  # doubling first: small k are cheap to query
+        lo, hi = hi, 2 * hi
+    hi = min(hi, top)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if cost(mid) <= eps else (lo, mid)
@@ -98,6 +118,41 @@ def dppenalty_iterations(eps, delta, z):
     """Thesis Algorithm 2 with the exact Gaussian accountant: the largest k with k/(2z²) allowed."""
     mu = pymc_dp.accounting.max_gaussian_mu(eps, delta)
     return int(math.floor(2 * z * z * mu * (1 - 1e-12)))
+
+
+def _poisson_pld(events, delta):
+    """For comparison only: the PLD of Poisson sampling (another scheme; never charged)."""
+    from dataclasses import replace
+
+    return pymc_dp.accounting.pld_epsilon(
+        [replace(e, sampling="poisson", neighbouring="add_remove") for e in events], delta)
+
+
+def budget_part(args):
+    rdp = pymc_dp.accounting.rdp_epsilon
+    settings = [(args.n, 1000, math.sqrt(MB_PLAIN["tau"]), eps) for eps in args.eps]
+    settings += [(n, 16, 3.0, 2.0) for n in (16, 17, 20, 32, 48)]
+    settings += [(1100, 1000, 2.0, 2.0)]
+    print("iterations (releases) that fit (eps, delta = 0.1/n) at a fixed noise multiplier z")
+    print(f"{'n':>7} {'b':>5} {'z':>6} {'eps':>4} {'RDP (before)':>12} {'ledger (now)':>12} "
+          f"{'ratio':>6} {'bound now':>29} {'Poisson PLD*':>12}")
+    rows = []
+    for n, b, z, eps in settings:
+        delta, q = 0.1 / n, b / n
+        before = max_subsampled_releases(eps, delta, z, q, accountant=rdp)
+        after = max_subsampled_releases(eps, delta, z, q)
+        bound = PrivacyLedger([SubsampledGaussianEvent(
+            name="r", noise_multiplier=z, sampling_rate=q, count=max(after, 1))]).bound(delta)
+        poisson = max_subsampled_releases(eps, delta, z, q, accountant=_poisson_pld)
+        ratio = after / before if before else math.nan
+        rows.append(dict(n=n, b=b, z=z, eps=eps, before=before, after=after, bound=bound,
+                         poisson=poisson))
+        print(f"{n:>7} {b:>5} {z:>6.3f} {eps:>4g} {before:>12d} {after:>12d} {ratio:>6.2f} "
+              f"{bound:>29} {poisson:>12d}", flush=True)
+    print("* dp-accounting's PLD for Poisson sampling at rate b/n (add/remove): the thesis' "
+          "accountant, for another sampling scheme; not valid for batches drawn without "
+          "replacement and not used.")
+    return rows
 
 
 # ---------------------------------------------------------------------- samplers
@@ -238,7 +293,8 @@ def speed_part(args, flat, tempered):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["mmd", "speed"], choices=["mmd", "speed"])
+    parser.add_argument("--parts", nargs="+", default=["budget", "mmd", "speed"],
+                        choices=["budget", "mmd", "speed"])
     parser.add_argument("--chains", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="5 chains per eps")
     parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 2.0, 4.0, 6.0])
@@ -261,6 +317,8 @@ def main(argv=None):
     tempered = banana(n=args.n, d=2, a=20.0, sigma0_sq=1000.0, n0=args.n0, seed=args.seed)
     assert np.array_equal(flat.data, tempered.data)
     start = time.perf_counter()
+    if "budget" in args.parts:
+        budget_part(args)
     if "mmd" in args.parts:
         mmd_part(args, flat, tempered)
     if "speed" in args.parts:

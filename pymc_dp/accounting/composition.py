@@ -25,7 +25,13 @@ The one place that decides which accountant a ledger uses (the rules are stated 
   the Gaussians into RDP too). A route therefore has to take every event of lower rank, or
   refuse it with :class:`~pymc_dp.accounting.dp_accounting_bridge.UnsupportedEventError`
   (the RDP routes refuse Poisson subsampling under replace-one): a new event type gets the
-  rank above every route that cannot account it;
+  rank above every route that cannot account it. A route may also hold **alternative
+  bounds** (:class:`Bound`): other upper bounds on the same mix that hold under their own
+  stated assumptions; the route answers with the smallest of its own and those that apply,
+  and says which one it was (:func:`composed_bound`). The ``rdp`` route has one: the same
+  releases as if every batch were the whole data set (:data:`UNSAMPLED_GAUSSIAN`), the exact
+  Gaussian composition of their summed μ, which sampling without replacement can only
+  improve on;
 * and the fields of its row in :meth:`PrivacyLedger.summary
   <pymc_dp.accounting.ledger.PrivacyLedger.summary>`.
 
@@ -48,6 +54,7 @@ from pymc_dp.accounting.dp_accounting_bridge import (
     rdp_epsilon,
 )
 from pymc_dp.accounting.events import (
+    REPLACE_ONE,
     BarkerEvent,
     Event,
     GaussianEvent,
@@ -55,7 +62,7 @@ from pymc_dp.accounting.events import (
     PureDPEvent,
     SubsampledGaussianEvent,
 )
-from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon
+from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon, gaussian_mu
 
 __all__ = [
     "BARKER_RDP",
@@ -63,8 +70,11 @@ __all__ = [
     "PLD",
     "PURE",
     "RDP",
+    "UNSAMPLED_GAUSSIAN",
+    "Bound",
     "EventRule",
     "Route",
+    "composed_bound",
     "composed_delta",
     "composed_epsilon",
     "has_rule",
@@ -74,7 +84,29 @@ __all__ = [
     "route_of",
     "rule_for",
     "summary_row",
+    "tightest",
 ]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A second valid upper bound on the cost of a mix, besides its route's own.
+
+    Parameters
+    ----------
+    name : str
+        How the ledger's summary and the reports call it.
+    applies : callable
+        ``events ↦ bool``: whether the bound's assumptions hold for every event of the mix
+        (sampling scheme, neighbouring relation, event type). Only then is it used.
+    epsilon, delta : callable
+        ``(events, delta) ↦ ε`` and ``(events, epsilon) ↦ δ``, each an upper bound.
+    """
+
+    name: str
+    applies: Callable[[Sequence[Event]], bool]
+    epsilon: Callable[[Sequence[Event], float], float]
+    delta: Callable[[Sequence[Event], float], float]
 
 
 @dataclass(frozen=True)
@@ -95,6 +127,9 @@ class Route:
         The event types whose rule it can honour: an event whose rule belongs to another
         type (a subclass with a rule of its own, whose cost its parent's accountant would
         not see) is refused rather than accounted as its parent.
+    alternatives : tuple of Bound
+        Other valid bounds on the same mix: where one applies and is smaller, it is the
+        answer (each upper bound holds, so the smallest does).
     """
 
     name: str
@@ -103,6 +138,7 @@ class Route:
     delta: Callable[[Sequence[Event], float], float] | None = None
     cached: bool = True
     accepts: tuple[type, ...] = ()
+    alternatives: tuple[Bound, ...] = ()
 
 
 def _summed_mu(events: Sequence[Event]) -> float:
@@ -121,10 +157,46 @@ GAUSSIAN = Route(
     accepts=(GaussianEvent,),
 )
 _DP_ACCOUNTING = (GaussianEvent, SubsampledGaussianEvent)
+
+
+def _unsampled_applies(events: Sequence[Event]) -> bool:
+    """Every event a plain Gaussian, or a Gaussian on a batch drawn without replacement under
+    replace-one neighbours (nothing else: not Poisson, not a subclass with its own rule)."""
+    return all(
+        _rule_owner(e) is GaussianEvent
+        or (
+            _rule_owner(e) is SubsampledGaussianEvent
+            and e.sampling == "without_replacement"
+            and e.neighbouring == REPLACE_ONE
+        )
+        for e in events
+    )
+
+
+def _unsampled_mu(events: Sequence[Event]) -> float:
+    """Summed μ = count/(2 z²) of every release, its batch ignored."""
+    return math.fsum(gaussian_mu(e.noise_multiplier, e.count) for e in events)
+
+
+#: The releases as if each batch were the whole data set: exact Gaussian composition of
+#: their summed μ (thesis Thm 4). Valid for sampling without replacement under replace-one:
+#: coupling the two neighbours' batches by the same indices, every batch pair differs in at
+#: most one row, so given the batch the release is a Gaussian whose means differ by at most
+#: the sensitivity; the release is a mixture of such pairs over batches, and a hockey-stick
+#: divergence of mixtures is at most the largest of their pairs' (joint convexity), at every
+#: ε including negative ones. So N(1, z²) vs N(0, z²) dominates each release, and dominating
+#: pairs compose adaptively (Zhu, Dong & Wang 2022). See docs/subsampling.md.
+UNSAMPLED_GAUSSIAN = Bound(
+    "gaussian_without_subsampling",
+    applies=_unsampled_applies,
+    epsilon=lambda events, delta: gaussian_epsilon(_unsampled_mu(events), delta),
+    delta=lambda events, epsilon: gaussian_delta(epsilon, _unsampled_mu(events)),
+)
+
 PLD = Route("pld", 2, pld_epsilon, lambda events, epsilon: min(1.0, pld_delta(events, epsilon)),
             accepts=_DP_ACCOUNTING)
 RDP = Route("rdp", 3, rdp_epsilon, lambda events, epsilon: min(1.0, rdp_delta(events, epsilon)),
-            accepts=_DP_ACCOUNTING)
+            accepts=_DP_ACCOUNTING, alternatives=(UNSAMPLED_GAUSSIAN,))
 BARKER_RDP = Route("barker_rdp", 4, barker_epsilon, barker_delta,
                    accepts=_DP_ACCOUNTING + (BarkerEvent,))
 
@@ -299,13 +371,32 @@ def route_of(events: Iterable[Event]) -> Route:
     return route
 
 
-def _ask(route: Route, which: str, nonpure: tuple[Event, ...], value: float, cache) -> float:
-    fn = route.epsilon if which == "epsilon" else route.delta
+def tightest(route: Route, which: str, nonpure: Sequence[Event], value: float,
+             own: float | None = None) -> tuple[float, str]:
+    """``(answer, bound name)``: the smallest of ``route``'s own answer (``own`` if given,
+    e.g. computed over fewer RDP orders) and its alternatives that apply to ``nonpure``.
+
+    ``which`` is ``"epsilon"`` (``value`` is δ) or ``"delta"`` (``value`` is ε). The route's
+    own bound is asked first, so a mix it refuses is refused whatever the alternatives say.
+    """
+    if own is None:
+        own = (route.epsilon if which == "epsilon" else route.delta)(nonpure, value)
+    best = (own, route.name)
+    for bound in route.alternatives:
+        if bound.applies(nonpure):
+            answer = (bound.epsilon if which == "epsilon" else bound.delta)(nonpure, value)
+            if answer < best[0]:
+                best = (answer, bound.name)
+    return best
+
+
+def _ask(route: Route, which: str, nonpure: tuple[Event, ...], value: float,
+         cache) -> tuple[float, str]:
     if cache is None or not route.cached:
-        return fn(nonpure, value)
+        return tightest(route, which, nonpure, value)
     key = (route.name, which, nonpure, value)
     if key not in cache:
-        cache[key] = fn(nonpure, value)
+        cache[key] = tightest(route, which, nonpure, value)
     return cache[key]
 
 
@@ -325,11 +416,34 @@ def composed_epsilon(
     >>> round(composed_epsilon(events, 1e-5), 4)
     4.8772
     """
+    return composed_bound(events, delta, cache)[0]
+
+
+def composed_bound(
+    events: Sequence[Event], delta: float, cache: dict | None = None
+) -> tuple[float, str]:
+    """``(ε, bound)``: :func:`composed_epsilon` and the name of the bound that gave it.
+
+    The name is the route's (``"gaussian"``, ``"pld"``, ``"rdp"``, ``"barker_rdp"``;
+    ``"pure"`` with no non-pure event) or that of the alternative bound that was smaller
+    (``"gaussian_without_subsampling"``).
+
+    Examples
+    --------
+    >>> from pymc_dp.accounting.events import SubsampledGaussianEvent
+    >>> near_all = SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=0.94)
+    >>> composed_bound([near_all], 1e-5)[1]
+    'gaussian_without_subsampling'
+    >>> composed_bound([near_all.__class__(name="s", noise_multiplier=1.0,
+    ...                                    sampling_rate=0.01)], 1e-5)[1]
+    'rdp'
+    """
     pure = pure_epsilon(events)
     nonpure = nonpure_events(events)
     if not nonpure:
-        return pure
-    return pure + _ask(route_of(nonpure), "epsilon", nonpure, delta, cache)
+        return pure, PURE.name
+    eps, bound = _ask(route_of(nonpure), "epsilon", nonpure, delta, cache)
+    return pure + eps, bound
 
 
 def composed_delta(
@@ -342,7 +456,7 @@ def composed_delta(
     nonpure = nonpure_events(events)
     if not nonpure:
         return 0.0
-    return _ask(route_of(nonpure), "delta", nonpure, remaining, cache)
+    return _ask(route_of(nonpure), "delta", nonpure, remaining, cache)[0]
 
 
 def summary_row(event: Event, delta: float | None = None) -> dict:
@@ -352,5 +466,5 @@ def summary_row(event: Event, delta: float | None = None) -> dict:
     row["neighbouring"] = event.neighbouring
     row.update(rule.row(event))
     if delta is not None and not rule.pure:
-        row["epsilon"] = composed_epsilon([event], delta)
+        row["epsilon"], row["bound"] = composed_bound([event], delta)
     return row

@@ -11,7 +11,10 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    Gaussian mechanisms of their noise multiplier and unit sensitivity) are composed in one
    dp-accounting accountant (:mod:`~pymc_dp.accounting.dp_accounting_bridge`): the PLD
    accountant, or the RDP accountant when an event samples without replacement (the PLD
-   accountant does not support that scheme).
+   accountant does not support that scheme). In the latter case the ledger also computes
+   the exact Gaussian composition of the same releases as if each batch were the whole data
+   set (sampling without replacement under replace-one can only lower the cost) and charges
+   the smaller of the two valid bounds; :meth:`PrivacyLedger.bound` says which one.
 3. **Pure events add by basic composition.** A :class:`LaplaceEvent` or
    :class:`PureDPEvent` costs ``count · ε`` with δ = 0. The composition of an
    ``(ε_pure, 0)``- and an ``(ε', δ)``-DP mechanism is ``(ε_pure + ε', δ)``-DP, so
@@ -39,6 +42,7 @@ import numbers
 from collections.abc import Iterable, Iterator
 
 from pymc_dp.accounting.composition import (
+    composed_bound,
     composed_delta,
     composed_epsilon,
     has_rule,
@@ -216,6 +220,26 @@ class PrivacyLedger:
             return self.pure_epsilon if not nonpure_events(self._events) else math.inf
         return composed_epsilon(self._events, check_delta(delta), self._cache)
 
+    def bound(self, delta: float) -> str:
+        """Which bound gave :meth:`epsilon` at ``delta``.
+
+        ``"gaussian"`` (exact composition of plain Gaussians), ``"pld"``, ``"rdp"``
+        (dp-accounting's accountants), ``"gaussian_without_subsampling"`` (the releases on
+        batches drawn without replacement accounted as if each batch were the whole data
+        set, when that is smaller than RDP), ``"barker_rdp"`` or ``"pure"``.
+
+        Examples
+        --------
+        >>> from pymc_dp.accounting import SubsampledGaussianEvent
+        >>> ev = SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=0.94,
+        ...                              count=10)
+        >>> PrivacyLedger([ev]).bound(1e-5)
+        'gaussian_without_subsampling'
+        """
+        if delta == 0 and not isinstance(delta, bool):
+            return "pure" if not nonpure_events(self._events) else "none"
+        return composed_bound(self._events, check_delta(delta), self._cache)[1]
+
     def delta(self, epsilon: float) -> float:
         """The composed δ at ``epsilon``.
 
@@ -265,7 +289,8 @@ class PrivacyLedger:
         ``sampling`` when subsampled); for pure events ``epsilon_per_release``,
         ``sensitivity`` (Laplace) and ``epsilon`` (``count · ε``). With ``delta`` given,
         Gaussian rows also get ``epsilon``: the cost of that event alone at ``delta``
-        (subsampled rows then run dp-accounting once each). Costs of separate rows do not
+        (subsampled rows then run dp-accounting once each), and ``bound``: which bound gave
+        it (see :meth:`bound`). Costs of separate rows do not
         add up to the ledger's ε: the ledger composes them tightly.
 
         Parameters

@@ -1,9 +1,11 @@
 """Calibrating the noise of a subsampled Gaussian release to a budget.
 
 :func:`subsampled_noise_multiplier` finds the smallest noise multiplier whose subsampled
-releases fit (ε, δ) in the ledger's own accountant (the RDP analysis is in
-:mod:`pymc_dp.accounting.rdp`). Everything here is a closed-form computation on public
-parameters; nothing reads data.
+releases fit (ε, δ) in the ledger's own accountant: the smaller of dp-accounting's RDP bound
+for sampling without replacement and the exact Gaussian composition of the same releases
+without subsampling (:data:`~pymc_dp.accounting.composition.UNSAMPLED_GAUSSIAN`), so that what
+is planned is what the ledger charges (the RDP analysis is in :mod:`pymc_dp.accounting.rdp`).
+Everything here is a closed-form computation on public parameters; nothing reads data.
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ def subsampled_noise_multiplier(
 
     Each release adds ``N(0, (z·Δ)²)`` to a statistic of sensitivity Δ computed on a batch
     drawn without replacement at rate ``sampling_rate`` (replace-one neighbours), accounted
-    by dp-accounting's RDP accountant (WBK Theorem 27) exactly as the ledger does. The
-    accountant composes all ``releases`` at once (one query per trial z); z is found by a
+    as the ledger does: the smaller of dp-accounting's RDP bound (WBK Theorem 27) and the
+    exact Gaussian composition of the same releases as if each batch were all the data
+    (valid whatever the rate; smaller at rates near 1, where the RDP bound is loose). Each
+    query composes all ``releases`` at once (one query per trial z); z is found by a
     bracketing root search on ln z (about ten queries), rounded up, and checked once against
-    :class:`~pymc_dp.accounting.ledger.PrivacyLedger`.
+    :class:`~pymc_dp.accounting.ledger.PrivacyLedger`. Both bounds fall as z grows, so their
+    minimum does, and z does not grow with ``n`` at a fixed batch size.
 
     Parameters
     ----------
@@ -97,40 +102,24 @@ def subsampled_noise_multiplier(
             )
         ] + list(fixed)
 
-    def excess(log_z):  # > 0: too little noise
+    def rdp_excess(log_z):  # > 0: too little noise for the RDP bound
         nonlocal queries
         queries += 1
-        return rdp_epsilon(events(math.exp(log_z)), delta, orders=CALIBRATION_ORDERS) - eps
+        evs = events(math.exp(log_z))
+        return rdp_epsilon(evs, delta, orders=CALIBRATION_ORDERS) - eps
 
-    # Start near the small-q approximation ε ≈ 2 q √(k ln(1/δ)) / z, then bracket.
-    log_z = math.log(max(1e-3, 2.0 * q * math.sqrt(releases * math.log(1 / delta)) / eps))
-    lo = hi = log_z
-    f = excess(log_z)
-    step = math.log(1.5)
-    while f > 0:
-        lo, hi = hi, hi + step
-        if hi > math.log(1e6):
-            raise ValueError(
-                f"no noise multiplier up to 1e6 makes {releases} releases at sampling rate "
-                f"{q:.3g} fit in (ε = {eps:.4g}, δ = {delta:.3g}). The RDP bound for sampling "
-                "without replacement does not fall to 0 as the noise grows (its binomial "
-                "terms do not depend on the noise), so large sampling rates put a floor under "
-                "ε: use a smaller batch or a larger budget."
-            )
-        f = excess(hi)
-        step *= 2
-    if lo == hi:  # the start was already private enough: go down until it is not
-        while True:
-            hi, lo = lo, lo - step
-            if excess(lo) > 0:
-                break
-            step *= 2
-    # Started 2·xtol above the root, on the side with enough noise; then up by factors of
-    # 1.0001 while the RDP bound is still over the budget.
-    log_z = safe_root(
-        excess, lo, hi, side=+1, xtol=1e-5, margin=2e-5, step=math.log(1.0001), growth=1.0
-    )
-    z = math.exp(log_z)
+    # The ledger charges the smaller of two bounds that both fall as z grows, so the
+    # smallest z within budget is the smaller of the two bounds' own smallest z's. The
+    # unsampled Gaussian's is a closed form (the same for every sampling rate); the RDP
+    # bound's is searched for only if it beats it there.
+    z_unsampled = _unsampled_noise_multiplier(eps, delta, releases, events(1.0))
+    if z_unsampled is not None and rdp_excess(math.log(z_unsampled)) > 0:
+        z = z_unsampled
+    else:
+        log_z = _rdp_root(rdp_excess, q, releases, eps, delta, z_unsampled)
+        z = math.exp(log_z)
+        if z_unsampled is not None:  # (the root's safe-side margin may step past it)
+            z = min(z, z_unsampled)
     # The ledger uses all default orders, a superset: its ε is at most the one found above.
     # Checked anyway, since the ledger is what the budget guard enforces.
     for _ in range(100):
@@ -139,6 +128,65 @@ def subsampled_noise_multiplier(
             return z, queries
         z *= 1.001
     raise RuntimeError("noise calibration did not converge")  # pragma: no cover
+
+
+def _unsampled_noise_multiplier(eps, delta, releases, events) -> float | None:
+    """The smallest z with the exact Gaussian composition of ``events`` (the first one's
+    multiplier replaced by z, ``releases`` of it), subsampling ignored, within (ε, δ): from
+    the μ budget in closed form. None where that bound does not apply or cannot fit."""
+    from pymc_dp.accounting.composition import UNSAMPLED_GAUSSIAN
+    from pymc_dp.accounting.gaussian import gaussian_mu, max_gaussian_mu
+
+    spent = [e for e in events if e.count > 0]
+    if not UNSAMPLED_GAUSSIAN.applies(spent):
+        return None
+    budget = max_gaussian_mu(eps, delta)
+    others = math.fsum(gaussian_mu(e.noise_multiplier, e.count) for e in spent[1:])
+    if not budget - others > 0:
+        return None
+    z = math.sqrt(releases / (2.0 * (budget - others)))
+    while others + gaussian_mu(z, releases) > budget:  # (float rounding: a few ulp up)
+        z = math.nextafter(z, math.inf)
+    return z
+
+
+def _rdp_root(rdp_excess, q, releases, eps, delta, z_max) -> float:
+    """ln z of the smallest z whose RDP bound is within the budget (``rdp_excess ≤ 0``),
+    found by bracketing from the small-q approximation and a safe-side root search. The
+    bracket's upper end is ``z_max`` when given (the RDP bound is already within budget
+    there)."""
+    # Start near the small-q approximation ε ≈ 2 q √(k ln(1/δ)) / z, then bracket.
+    log_z = math.log(max(1e-3, 2.0 * q * math.sqrt(releases * math.log(1 / delta)) / eps))
+    if z_max is not None:
+        log_z = min(log_z, math.log(z_max))
+    lo = hi = log_z
+    f = rdp_excess(log_z)
+    step = math.log(1.5)
+    while f > 0:
+        lo, hi = hi, hi + step
+        if z_max is not None and hi >= math.log(z_max):
+            hi = math.log(z_max)  # within budget there: the bracket is closed
+            f = rdp_excess(hi)
+            break
+        if hi > math.log(1e6):
+            raise ValueError(
+                f"no noise multiplier up to 1e6 makes {releases} releases at sampling rate "
+                f"{q:.3g} fit in (ε = {eps:.4g}, δ = {delta:.3g}) with the events spent "
+                "besides them: use a larger budget."
+            )
+        f = rdp_excess(hi)
+        step *= 2
+    if lo == hi:  # the start was already private enough: go down until it is not
+        while True:
+            hi, lo = lo, lo - step
+            if rdp_excess(lo) > 0:
+                break
+            step *= 2
+    # Started 2·xtol above the root, on the side with enough noise; then up by factors of
+    # 1.0001 while the bound is still over the budget.
+    return safe_root(
+        rdp_excess, lo, hi, side=+1, xtol=1e-5, margin=2e-5, step=math.log(1.0001), growth=1.0
+    )
 
 
 #: The RDP analysis that lived here until it moved to :mod:`pymc_dp.accounting.rdp`.

@@ -174,8 +174,8 @@ class PrivacyReport:
             lines.append("  event " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
         if self.details.get("tempered"):
             lines.insert(1, f"TEMPERED TARGET: {self.details['tempered']}")
-        # PosteriorSampling's caveats; a Budget's witness of its hash chain
-        for key in ("guarantee", "not_covered", "witness"):
+        # which bound gave ε; PosteriorSampling's caveats; a Budget's witness of its hash chain
+        for key in ("bound", "guarantee", "not_covered", "witness"):
             if self.details.get(key):
                 lines.append(f"{key.replace('_', ' ')}: {self.details[key]}")
         return "\n".join(lines)
@@ -280,8 +280,10 @@ def run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyRe
             "from_trace": from_trace,
         },
         accountant="PrivacyLedger: exact Gaussian composition (summed μ) for plain "
-        "Gaussian releases, dp-accounting for subsampled ones, basic composition with "
-        "pure-DP releases and across steps",
+        "Gaussian releases, dp-accounting for subsampled ones (or, for batches drawn "
+        "without replacement, the exact Gaussian composition without subsampling where "
+        "that is smaller), basic composition with pure-DP releases and across steps",
+        bound=_bounds((ledger, s.delta) for s, ledger, _ in per_step),
         steps=[{"step": type(s).__name__, **s.public_settings()} for s in steps],
         **_tempering_details(steps),
         shared_warmup=warmups,
@@ -291,6 +293,12 @@ def run_report(steps: list[PrivateStep], run_id: str, idata, model) -> PrivacyRe
         "their whole cost before reading the data.",
     )
 
+
+
+def _bounds(ledgers) -> str:
+    """Which bound gave each ledger's ε (:meth:`PrivacyLedger.bound`), once each, in order."""
+    names = [ledger.bound(delta) for ledger, delta in ledgers]
+    return ", ".join(dict.fromkeys(names))
 
 
 def _tempering_details(steps: list[PrivateStep]) -> dict[str, Any]:
@@ -436,6 +444,7 @@ def _step_report(obj, delta: float | None) -> PrivacyReport:
     d = obj.delta if delta is None else delta
     return build_report(
         ledger.epsilon(d), d, f"{type(obj).__name__} lifetime ledger",
+        bound=ledger.bound(d),
         budget={
             "epsilon": obj.epsilon,
             "delta": obj.delta,
@@ -449,7 +458,8 @@ def _step_report(obj, delta: float | None) -> PrivacyReport:
 def _ledger_report(obj, delta: float | None) -> PrivacyReport:
     if delta is None:
         raise ValueError("privacy_report(ledger) needs delta=")
-    return build_report(obj.epsilon(delta), delta, "ledger", ledger=obj.summary())
+    return build_report(obj.epsilon(delta), delta, "ledger", bound=obj.bound(delta),
+                        ledger=obj.summary())
 
 
 @_report_of.register(Budget)
@@ -524,6 +534,7 @@ def _report_from_stats(idata: xr.DataTree, delta: float | None) -> PrivacyReport
         "reports less",
         chains=chains,
         **({"mu_shared_warmup": shared} if shared else {}),
+        bound=ledger.bound(delta),
         ledger=ledger.summary(),
         **_tempering_text(cost.details.get("tempering", 1.0)),
     )

@@ -283,8 +283,9 @@ _SUMMARY = [
     {"kind": "pure", "name": "svt", "count": 1, "neighbouring": "replace_one",
      "epsilon_per_release": 0.25, "epsilon": 0.25},
 ]
-# Each non-pure row's own ε at δ = 1e-6.
+# Each non-pure row's own ε at δ = 1e-6, and the bound that gave it.
 _ROW_EPSILONS = {0: 4.1518167277831965, 1: 0.7102267995674723, 2: 0.1954118347501146}
+_ROW_BOUNDS = {0: "gaussian", 1: "rdp", 2: "barker_rdp"}
 
 
 def test_ledger_json_is_byte_identical():
@@ -301,8 +302,9 @@ def test_summary_rows_are_unchanged():
     with_eps = ledger.summary(DELTA)
     for i, (row, plain) in enumerate(zip(with_eps, _SUMMARY)):
         if i in _ROW_EPSILONS:
-            assert list(row) == [*plain, "epsilon"]
+            assert list(row) == [*plain, "epsilon", "bound"]
             assert row["epsilon"] == pytest.approx(_ROW_EPSILONS[i], rel=REL, abs=0.0)
+            assert row["bound"] == _ROW_BOUNDS[i]
         else:
             assert row == plain
 

@@ -77,10 +77,20 @@ def test_dp_accounting_without_replacement_rdp_is_within_thesis_thm8(alpha, q, z
 def test_without_replacement_at_rate_one_is_the_plain_gaussian():
     ev = SubsampledGaussianEvent(name="all rows", noise_multiplier=1.5, sampling_rate=1.0, count=7)
     plain = GaussianEvent(name="plain", noise_multiplier=1.5, count=7)
-    # the RDP accountant on the plain Gaussian gives the same ε
     from pymc_dp.accounting import rdp_epsilon
+    from pymc_dp.accounting.gaussian import gaussian_epsilon
 
-    assert PrivacyLedger([ev]).epsilon(1e-5) == pytest.approx(rdp_epsilon([plain], 1e-5), rel=1e-12)
+    # Pinned before to the RDP accountant's ε of the plain Gaussian (9.2100 at δ = 1e-5).
+    # The ledger now charges the smaller of the valid bounds: at rate 1 that is the exact
+    # Gaussian composition, computed here independently from μ = 7/(2·1.5²), and no larger.
+    rdp = rdp_epsilon([plain], 1e-5)
+    assert rdp == pytest.approx(9.209958991683896, rel=1e-9)
+    exact = gaussian_epsilon(7 / (2 * 1.5**2), 1e-5)
+    ledger = PrivacyLedger([ev])
+    assert ledger.epsilon(1e-5) == pytest.approx(exact, rel=1e-12)
+    assert ledger.epsilon(1e-5) <= rdp
+    assert ledger.epsilon(1e-5) == PrivacyLedger([plain]).epsilon(1e-5)
+    assert ledger.bound(1e-5) == "gaussian_without_subsampling"
 
 
 def test_ledger_epsilon_is_at_most_thesis_thm8_with_thm1():
@@ -107,9 +117,22 @@ def test_calibration_spends_the_budget_in_a_few_accountant_queries(eps, q, relea
     assert queries <= 20
 
 
-def test_calibration_refuses_a_budget_subsampling_cannot_reach():
-    with pytest.raises(ValueError, match="smaller batch"):
-        subsampled_noise_multiplier(0.05, 1e-5, 0.5, 100)
+def test_calibration_reaches_a_budget_below_the_rdp_floor_with_the_unsampled_bound():
+    # At q = 0.5 the RDP bound for sampling without replacement has a floor above ε = 0.05
+    # (its binomial terms do not fall with the noise): this budget used to be refused. The
+    # same releases without subsampling cost the exact Gaussian ε of μ = k/(2z²), which falls
+    # to 0, so the calibration now returns that bound's z, computed here from its closed form.
+    from pymc_dp.accounting import rdp_epsilon
+    from pymc_dp.accounting.gaussian import max_gaussian_mu
+
+    eps, delta, q, k = 0.05, 1e-5, 0.5, 100
+    z, _ = subsampled_noise_multiplier(eps, delta, q, k)
+    closed_form = math.sqrt(k / (2 * max_gaussian_mu(eps, delta)))
+    assert closed_form <= z <= closed_form * 1.001
+    ev = SubsampledGaussianEvent(name="r", noise_multiplier=z, sampling_rate=q, count=k)
+    assert PrivacyLedger([ev]).epsilon(delta) <= eps
+    assert PrivacyLedger([ev]).bound(delta) == "gaussian_without_subsampling"
+    assert rdp_epsilon([ev], delta) > 3 * eps  # the RDP bound alone: three times the budget
 
 
 def test_calibration_orders_are_a_subset_of_the_ledgers():
