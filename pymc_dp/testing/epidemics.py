@@ -36,8 +36,8 @@ SIR_RECORD_DAYS = np.arange(0, 161, 17)
 
 
 def simulate_sir(rng: np.random.Generator, beta, gamma, *, population: int, days: int = 160,
-                 initial_infected: int = 1, steps_per_day: int = 10,
-                 size: int | tuple[int, ...] | None = None) -> np.ndarray:
+                 initial_infected: int = 1, steps_per_day: int = 10, max_step: float | None = None,
+                 record_days=None, size: int | tuple[int, ...] | None = None) -> np.ndarray:
     """Simulate stochastic SIR epidemics (chain binomial), many at once.
 
     In a closed population of K people starting from ``(S, I, R) = (K − I0, I0, 0)``, each
@@ -68,14 +68,24 @@ def simulate_sir(rng: np.random.Generator, beta, gamma, *, population: int, days
     initial_infected : int, default 1
         I0 (the paper: 1).
     steps_per_day : int, default 10
-        Binomial steps per day.
+        Binomial steps per day (fixed steps ``dt = 1 / steps_per_day``).
+    max_step : float, optional
+        Adaptive steps instead: each step is as long as keeps ``ρ dt ≤ max_step``, where ρ is
+        the largest per-capita rate of change over the epidemics simulated together,
+        ``max(|βS/K − γ|, βI/K, γ)``, and no longer than the time to the next recorded day. The
+        midpoint rule's error per step is of order ``(ρ dt)³``; ``max_step = 0.25`` takes about
+        130 steps for the paper's 153 days at θ* (small steps while the epidemic grows,
+        days-long ones while it fades), against 1530 fixed steps at 10 a day.
+    record_days : array_like of int, optional
+        Increasing days at which to return I(t) (default: every day ``0..days``).
     size : int or tuple of int, optional
         Number (shape) of epidemics; default: the broadcast shape of ``beta`` and ``gamma``.
 
     Returns
     -------
     numpy.ndarray
-        Infected counts I(t) at days ``0, 1, …, days``, shape ``(*size, days + 1)``, int64.
+        Infected counts I(t) at the recorded days, shape ``(*size, len(record_days))``
+        (``(*size, days + 1)`` by default), int64.
 
     Examples
     --------
@@ -95,22 +105,35 @@ def simulate_sir(rng: np.random.Generator, beta, gamma, *, population: int, days
         raise ValueError("need steps_per_day >= 1 and days >= 0")
     if np.any(beta < 0) or np.any(gamma < 0):
         raise ValueError("beta and gamma must be >= 0")
-    dt = 1.0 / steps_per_day
-    rate = np.broadcast_to(beta * dt / population, shape)
-    half_gamma = np.broadcast_to(0.5 * gamma * dt, shape)
-    gamma_dt = np.broadcast_to(gamma * dt, shape)
+    record = np.arange(days + 1) if record_days is None else np.asarray(record_days, dtype=int)
+    if record.ndim != 1 or np.any(np.diff(record) <= 0) or record[0] < 0:
+        raise ValueError("record_days must be increasing days >= 0")
+    if max_step is not None and not max_step > 0:
+        raise ValueError("max_step must be > 0")
+    beta_k = np.broadcast_to(beta / population, shape)
+    gamma = np.broadcast_to(gamma, shape)
+    gamma_max = float(np.max(gamma)) if gamma.size else 0.0
     s = np.full(shape, population - initial_infected, dtype=np.int64)
     i = np.full(shape, initial_infected, dtype=np.int64)
-    out = np.empty((*shape, days + 1), dtype=np.int64)
-    out[..., 0] = i
-    for day in range(1, days + 1):
-        for _ in range(steps_per_day):
-            mid = np.exp(0.5 * rate * s - half_gamma)  # I* / I
-            new_inf = rng.binomial(s, -np.expm1(-rate * i * mid))
-            new_rec = rng.binomial(i, np.minimum(gamma_dt * mid, 1.0))
+    out = np.empty((*shape, record.size), dtype=np.int64)
+    t = 0.0
+    for k, day in enumerate(record):
+        while t < day:
+            if max_step is None:
+                dt = min(1.0 / steps_per_day, day - t)
+                if day - t - dt < 1e-9:  # land on the day, without a sliver of a step
+                    dt = day - t
+            else:
+                rho = max(float(np.max(np.abs(beta_k * s - gamma), initial=0.0)),
+                          float(np.max(beta_k * i, initial=0.0)), gamma_max, 1e-12)
+                dt = min(max_step / rho, day - t)
+            mid = np.exp(0.5 * dt * (beta_k * s - gamma))  # I* / I
+            new_inf = rng.binomial(s, -np.expm1(-beta_k * dt * i * mid))
+            new_rec = rng.binomial(i, np.minimum(gamma * dt * mid, 1.0))
             s -= new_inf
             i += new_inf - new_rec
-        out[..., day] = i
+            t = float(day) if day - t - dt < 1e-9 else t + dt
+        out[..., k] = i
     return out
 
 

@@ -52,6 +52,24 @@ def test_sir_is_vectorised_and_reproducible():
         2, 2, 21)
 
 
+def test_sir_record_days_and_adaptive_steps():
+    """Recording chosen days returns those columns of the daily curve (same draws: the same
+    steps are taken); adaptive steps follow the ODE as fixed ones do."""
+    kw = dict(population=10_000, days=40, steps_per_day=4, size=5)
+    daily = simulate_sir(np.random.default_rng(8), 0.7, 0.1, **kw)
+    some = simulate_sir(np.random.default_rng(8), 0.7, 0.1, record_days=[0, 17, 34], **kw)
+    assert np.array_equal(some, daily[:, [0, 17, 34]])
+    k, i0 = 1_000_000, 1000
+    beta, gamma = np.exp(-0.5), np.exp(-3.0)
+    curves = simulate_sir(np.random.default_rng(9), beta, gamma, population=k, days=153,
+                          initial_infected=i0, max_step=0.25, record_days=SIR_RECORD_DAYS,
+                          size=20)
+    ode = sir_ode(beta, gamma, population=k, days=153, initial_infected=i0)[SIR_RECORD_DAYS]
+    assert np.allclose(curves.mean(axis=0), ode, rtol=0.03, atol=0.005 * k)
+    with pytest.raises(ValueError, match="increasing"):
+        simulate_sir(np.random.default_rng(0), 0.5, 0.1, population=10, record_days=[3, 1])
+
+
 def test_sir_without_infection_or_recovery():
     rng = np.random.default_rng(0)
     still = simulate_sir(rng, 0.0, 0.0, population=100, days=5, initial_infected=7, size=3)
@@ -97,11 +115,11 @@ def test_sir_example_releases_with_the_paper_mechanism():
     it is ε up to ln(1 + 1/m)·m rounding, so a release with twice the noise scale (m twice
     too large) or half of it would fail."""
     ex = _example("sir_privatized")
-    for rel in (ex.paper_release(), ex.own_release(0, steps_per_day=2)):
+    for rel in (ex.paper_release(), ex.own_release(0, {"max_step": 0.25})):
         assert rel.kind == "infection_curve"
         assert (rel.n_trials, rel.m, rel.population, rel.value.size) == (1000, 1000, 1e6, 10)
         assert rel.epsilon == 10.0 and ledger_of(rel).epsilon(0.0) == 10.0
-        spec = ex.make_spec(rel, steps_per_day=2)
+        spec = ex.make_spec(rel, {"max_step": 0.25})
         assert spec.releases["infection_curve"] is rel
     assert np.array_equal(ex.paper_release().value, [1, 31, 614, 263, 123, 47, 18, 9, 5, 3])
     # exact privacy loss at one time point, over the counts I and neighbours I + 1
