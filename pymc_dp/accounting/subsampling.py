@@ -40,7 +40,8 @@ def subsampled_noise_multiplier(
     """Calibrate z so that ``releases`` subsampled Gaussian releases cost at most (ε, δ).
 
     ``fixed``: events spent besides them (e.g. a warm-up's Gaussian releases), composed with
-    them in every query, so that all together cost at most (ε, δ).
+    them in every query, so that all together cost at most (ε, δ); pure ones (Laplace, pure
+    ε) add their ε on top, as in the ledger.
 
     Each release adds ``N(0, (z·Δ)²)`` to a statistic of sensitivity Δ computed on a batch
     drawn without replacement at rate ``sampling_rate`` (replace-one neighbours), accounted
@@ -70,7 +71,7 @@ def subsampled_noise_multiplier(
     Raises
     ------
     ValueError
-        If no multiplier up to 1e6 fits the budget.
+        If no multiplier up to 1e6 fits the budget, or ``fixed``'s pure ε uses all of it.
 
     Examples
     --------
@@ -80,6 +81,7 @@ def subsampled_noise_multiplier(
     >>> 0.99 < PrivacyLedger([ev]).epsilon(1e-5) <= 1.0
     True
     """
+    from pymc_dp.accounting.composition import nonpure_events, pure_epsilon
     from pymc_dp.accounting.dp_accounting_bridge import rdp_epsilon
     from pymc_dp.accounting.events import SubsampledGaussianEvent
     from pymc_dp.accounting.ledger import PrivacyLedger
@@ -90,6 +92,14 @@ def subsampled_noise_multiplier(
     q = check_fraction(sampling_rate, "the sampling rate", include_one=True)
     releases = check_releases(releases)
     queries = 0
+    # Pure events add their ε on top of the rest (ledger rule 3): the releases and the other
+    # fixed events are calibrated to what is left; the final check composes them all.
+    budget, everything = eps, list(fixed)
+    eps = budget - pure_epsilon(everything)
+    if not eps > 0:
+        raise ValueError("the fixed events' pure ε uses the whole budget: no noise fits")
+    fixed = nonpure_events(everything)
+    pure = [e for e in everything if e not in fixed]
 
     def events(z):
         return [
@@ -124,7 +134,7 @@ def subsampled_noise_multiplier(
     # Checked anyway, since the ledger is what the budget guard enforces.
     for _ in range(100):
         queries += 1
-        if PrivacyLedger(events(z)).epsilon(delta) <= eps:
+        if PrivacyLedger(events(z) + pure).epsilon(delta) <= budget:
             return z, queries
         z *= 1.001
     raise RuntimeError("noise calibration did not converge")  # pragma: no cover

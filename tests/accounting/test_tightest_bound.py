@@ -197,3 +197,20 @@ def test_reports_say_which_bound_gave_epsilon():
     assert report.details["ledger"][0]["kind"] == "subsampled_gaussian"
     small = pymc_dp.privacy_report(PrivacyLedger([wor(1.0, 0.01, 3)]), delta=DELTA)
     assert small.details["bound"] == "rdp"
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.01])
+def test_pure_fixed_events_are_calibrated_on_top_of_the_rest(rate):
+    # (the ledger adds a pure event's ε to the rest's: calibration leaves it room the same way)
+    pure = LaplaceEvent(name="published count", epsilon=0.1)
+    warmup = GaussianEvent(name="warm-up", noise_multiplier=20.0, count=3)
+    z, _ = subsampled_noise_multiplier(1.0, 1e-5, rate, 100, fixed=(pure, warmup))
+
+    def cost(z):
+        ev = SubsampledGaussianEvent(name="s", noise_multiplier=z, sampling_rate=rate, count=100)
+        return PrivacyLedger([ev, pure, warmup]).epsilon(1e-5)
+
+    assert 0.999 < cost(z) <= 1.0 < cost(0.999 * z)
+    with pytest.raises(ValueError, match="pure"):
+        subsampled_noise_multiplier(1.0, 1e-5, rate, 100,
+                                    fixed=(LaplaceEvent(name="all of it", epsilon=1.0),))
