@@ -485,6 +485,15 @@ def _corner_pair_oscillation(corners, part, slope, points, lo: float, hi: float,
     return best / 2
 
 
+def _corner_bound(elements: int, half_osc: float, metric: str, k: str) -> tuple[float, str]:
+    """L and its formula from the corner pairs' half oscillation of ``k``: per element (times
+    ``elements``) under replace-one, per unit of |x − y| under ``l1``."""
+    if metric == "replace_one":
+        return elements * half_osc, (
+            f"L = e·max over corner pairs (c, c') of (max k − min k)/2, {k}")
+    return half_osc, f"L = max over corner pairs (c, c') of sup|k'|/2 per unit |x − y|, {k}"
+
+
 def laplace(
     data_bounds,
     scale_bounds,
@@ -539,12 +548,7 @@ def laplace(
         hi=hi,
         metric=metric,
     )
-    if metric == "replace_one":
-        L = e * half_osc
-        formula = "L = e·max over corner pairs (c, c') of (max k − min k)/2, k(t) = τ_c|t − μ_c| − τ_c'|t − μ_c'|"
-    else:
-        L = half_osc
-        formula = "L = max over corner pairs (c, c') of sup|k'|/2 per unit |x − y|, k(t) = τ_c|t − μ_c| − τ_c'|t − μ_c'|"
+    L, formula = _corner_bound(e, half_osc, metric, "k(t) = τ_c|t − μ_c| − τ_c'|t − μ_c'|")
     return FamilyBound(
         "laplace",
         L,
@@ -613,12 +617,9 @@ def normal_variance(
         hi=hi,
         metric=metric,
     )
-    if metric == "replace_one":
-        L = e * half_osc
-        formula = "L = e·max over corner pairs (c, c') of (max k − min k)/2, k(t) = (τ_c(t − μ_c)² − τ_c'(t − μ_c')²)/2"
-    else:
-        L = half_osc
-        formula = "L = max over corner pairs (c, c') of sup|k'|/2 per unit |x − y|, k(t) = (τ_c(t − μ_c)² − τ_c'(t − μ_c')²)/2"
+    L, formula = _corner_bound(
+        e, half_osc, metric, "k(t) = (τ_c(t − μ_c)² − τ_c'(t − μ_c')²)/2"
+    )
     return FamilyBound(
         "normal_variance",
         L,

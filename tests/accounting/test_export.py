@@ -30,15 +30,20 @@ from pymc_dp.accounting import (
 DELTA = 1e-6
 
 
-def _their_epsilon(text: str, delta: float) -> float:
-    """ε by a fresh dp-accounting accountant of the kind the document names."""
-    event, accountant, relation = import_json(text)
+def _accountant_epsilon(event, accountant: str, relation, delta: float) -> float:
+    """ε of ``event`` by a fresh dp-accounting accountant of that kind and relation."""
     if accountant == "pld":
         acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=relation)
     else:
         acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation)
     acc.compose(event)
     return float(acc.get_epsilon(delta))
+
+
+def _their_epsilon(text: str, delta: float) -> float:
+    """ε by a fresh dp-accounting accountant of the kind the document names."""
+    event, accountant, relation = import_json(text)
+    return _accountant_epsilon(event, accountant, relation, delta)
 
 
 GAUSSIANS = [GaussianEvent(name="ratio", noise_multiplier=4.0, count=200),
@@ -107,12 +112,7 @@ def test_an_import_builds_dp_accounting_events_only(document):
 def _dp_accounting_epsilon(event, accountant, neighbouring, delta):
     relation = {"replace_one": NeighboringRelation.REPLACE_ONE,
                 "add_remove": NeighboringRelation.ADD_OR_REMOVE_ONE}[neighbouring]
-    if accountant == "pld":
-        acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=relation)
-    else:
-        acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=relation)
-    acc.compose(event)
-    return float(acc.get_epsilon(delta))
+    return _accountant_epsilon(event, accountant, relation, delta)
 
 
 IMPORTABLE = [  # (a user's release, the accountant it is written for, its relation)
