@@ -349,8 +349,8 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
         Keyword arguments of sbi's ``train`` over the paper's settings (batches of 100,
         learning rate 5e-4, 5 % validation, stop after 20 epochs without improvement).
     mcmc : dict, optional
-        SPLE only: ``mcmc_parameters`` of sbi's MCMC posterior (default: 20 chains for the
-        proposals, 200 warm-up steps, vectorised slice sampling).
+        SPLE only: fields of sbi's ``MCMCPosteriorParameters`` (default: vectorised slice
+        sampling, 20 chains for the proposals, 200 warm-up steps, no thinning).
     rng : int or numpy.random.Generator, optional
         Seeds everything (simulations, noise, torch's training and sampling): the same seed
         gives the same result on the same machine and library versions. None: fresh entropy.
@@ -391,8 +391,10 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
     prior = _UnconstrainedPrior(spec)
     simulator = _PrivateDataSimulator(spec, prior, noise_draws, qmc)
     train_kwargs = {**PAPER_TRAINING, **(training or {})}
-    mcmc_params = {"num_chains": 20, "warmup_steps": 200, "thin": 1,
-                   "init_strategy": "resample", **(mcmc or {})}
+    from sbi.inference.posteriors.posterior_parameters import MCMCPosteriorParameters
+
+    mcmc_params = {"method": "slice_np_vectorized", "num_chains": 20, "warmup_steps": 200,
+                   "thin": 1, "init_strategy": "resample", **(mcmc or {})}
     x_obs = torch.as_tensor(spec.observed, dtype=torch.float32).reshape(1, -1)
 
     thetas, round_of = [], []
@@ -424,8 +426,7 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
                 posterior = inference.build_posterior(estimator)
             else:
                 posterior = inference.build_posterior(
-                    estimator, sample_with="mcmc", mcmc_method="slice_np_vectorized",
-                    mcmc_parameters=mcmc_params)
+                    estimator, posterior_parameters=MCMCPosteriorParameters(**mcmc_params))
             posterior = posterior.set_default_x(x_obs)
             proposal = posterior
             thetas.append(z)
