@@ -292,6 +292,28 @@ def _check_arguments(spec, method, rounds, simulations, noise_draws, qmc, draws,
     return method.upper(), rounds, simulations, noise_draws, draws, chains
 
 
+class _NoTracking:
+    """sbi's tracker interface, logging nothing (its default writes TensorBoard logs into
+    ``./sbi-logs`` of the working directory)."""
+
+    log_dir = None
+
+    def log_metric(self, name, value, step=None):
+        pass
+
+    def log_metrics(self, metrics, step=None):
+        pass
+
+    def log_params(self, params):
+        pass
+
+    def add_figure(self, name, figure, step=None):
+        pass
+
+    def flush(self):
+        pass
+
+
 @contextlib.contextmanager
 def _seeded(torch, seed: int):
     """torch's and NumPy's global generators seeded (sbi draws from both), then restored."""
@@ -403,7 +425,7 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
         torch_prior = _torch_prior(torch, prior)
         est_cls = sbi_inference.NPE if method == "SPPE" else sbi_inference.NLE
         inference = est_cls(prior=torch_prior, density_estimator=density_estimator,
-                            show_progress_bars=progressbar)
+                            tracker=_NoTracking(), show_progress_bars=progressbar)
         proposal, posterior = torch_prior, None
         for r in range(rounds):
             if posterior is None:

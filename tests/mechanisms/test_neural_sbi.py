@@ -114,8 +114,11 @@ def test_the_second_round_draws_from_the_first_rounds_posterior(fitted):
     assert abs(second.mean() - mean) < 0.5 * sd, method
 
 
-def test_a_records_model_with_a_positive_parameter_and_a_laplace_release():
-    """The PyMC records route and PyMC's unconstrained scale: σ > 0 is learnt as log σ."""
+def test_a_records_model_with_a_positive_parameter_and_a_laplace_release(tmp_path,
+                                                                         monkeypatch):
+    """The PyMC records route and PyMC's unconstrained scale: σ > 0 is learnt as log σ.
+    Nothing is written to the working directory (sbi's default TensorBoard logs)."""
+    monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(3)
     x = rng.normal(0.5, 1.5, size=200)
     lo, hi = -5.0, 5.0
@@ -141,6 +144,7 @@ def test_a_records_model_with_a_positive_parameter_and_a_laplace_release():
     assert (post["sigma"].values > 0).all()
     assert abs(float(post["mu"].mean()) - 0.5) < 0.5
     assert abs(float(post["sigma"].mean()) - 1.5) < 0.5
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.filterwarnings("ignore:Maximum number of epochs")
