@@ -34,6 +34,8 @@ Like the other routes, it is post-processing of the releases: it costs no privac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import io
 import json
 import numbers
@@ -415,6 +417,13 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
     train_kwargs = {**PAPER_TRAINING, **(training or {})}
     from sbi.inference.posteriors.posterior_parameters import MCMCPosteriorParameters
 
+    est_cls = sbi_inference.NPE if method == "SPPE" else sbi_inference.NLE
+    known = {"training": set(inspect.signature(est_cls.train).parameters) - {"self"},
+             "mcmc": {f.name for f in dataclasses.fields(MCMCPosteriorParameters)}}
+    for name, given in (("training", training), ("mcmc", mcmc)):
+        unknown = sorted(set(given or ()) - known[name])
+        if unknown:
+            raise ValueError(f"{name} has arguments sbi does not know: {unknown}")
     mcmc_params = {"method": "slice_np_vectorized", "num_chains": 20, "warmup_steps": 200,
                    "thin": 1, "init_strategy": "resample", **(mcmc or {})}
     x_obs = torch.as_tensor(spec.observed, dtype=torch.float32).reshape(1, -1)
@@ -423,7 +432,6 @@ def neural_posterior(spec: PrivatizedDataModel, *, method: str = "SPPE", rounds:
     quiet = contextlib.nullcontext() if progressbar else contextlib.redirect_stdout(io.StringIO())
     with _seeded(torch, torch_seed), quiet:
         torch_prior = _torch_prior(torch, prior)
-        est_cls = sbi_inference.NPE if method == "SPPE" else sbi_inference.NLE
         inference = est_cls(prior=torch_prior, density_estimator=density_estimator,
                             tracker=_NoTracking(), show_progress_bars=progressbar)
         proposal, posterior = torch_prior, None

@@ -160,3 +160,22 @@ def test_the_same_seed_gives_the_same_posterior():
         np.testing.assert_array_equal(a["simulations"]["mu"].values,
                                       b["simulations"]["mu"].values)
         assert not np.array_equal(a.posterior["mu"].values, c.posterior["mu"].values)
+
+
+@pytest.mark.parametrize("kwargs", [{"training": {"epochs": 3}}, {"mcmc": {"chains": 3}}])
+def test_unknown_sbi_settings_are_refused_before_any_simulation(kwargs):
+    calls = []
+
+    def simulator(rng, values, size):
+        calls.append(1)
+        return {"s": np.zeros(size)}
+
+    def params():
+        pm.Normal("mu", 0, 1)
+
+    spec = PrivatizedDataModel(params=params, simulator=simulator,
+                               releases={"s": gaussian_release(0.0, sensitivity=1.0, sigma=1.0,
+                                                               rng=0)}, n=5)
+    with pytest.raises(ValueError, match="sbi does not know"):
+        neural_posterior(spec, method="SPLE", **kwargs)
+    assert calls == []
