@@ -7,6 +7,7 @@ Data holder: :func:`clamp`, :func:`laplace_release`, :func:`gaussian_release`,
 Analyst: :class:`LaplaceMechanism`, :class:`GaussianMechanism`,
 :class:`InfectionCurveMechanism` (likelihoods), :class:`PrivatizedDataModel` and the routes
 :func:`data_augmentation_model`, :func:`normal_approximation_model`, :func:`smc_abc_model`,
+:func:`neural_posterior` (SPPE / SPLE; needs the ``sbi`` extra, imported only when called),
 with :func:`naive_plugin_model` as the (wrong) comparator.
 """
 
@@ -16,6 +17,7 @@ from pymc_dp.mechanisms.likelihood import (
     LaplaceMechanism,
     mechanism_from_release,
 )
+from pymc_dp.mechanisms.neural import neural_posterior
 from pymc_dp.mechanisms.release import (
     Release,
     clamp,
@@ -56,6 +58,7 @@ __all__ = [
     "linear_regression_sensitivity",
     "mechanism_from_release",
     "naive_plugin_model",
+    "neural_posterior",
     "normal_approximation_model",
     "record_moments",
     "smc_abc_model",

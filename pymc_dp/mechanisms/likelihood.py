@@ -314,3 +314,23 @@ def mechanism_sample(release: Release, stat: np.ndarray, rng: np.random.Generato
     infected = np.clip(stat, 0.0, release.population)
     p = (infected + release.m) / (release.population + 2.0 * release.m)
     return rng.binomial(release.n_trials, p).astype(float)
+
+
+def mechanism_quantile(release: Release, stat: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The mechanism of ``release`` applied to ``stat`` through its inverse CDF at ``u``.
+
+    ``u`` (uniforms in (0, 1), the shape of ``stat``) drive the noise: with independent
+    uniforms this is :func:`mechanism_sample`'s distribution; with a randomized quasi-Monte
+    Carlo point set (scrambled Sobol) it is the "τ(u, s(x))" of Xiong, Ju & Zhang §3.4.
+    """
+    from scipy import stats
+
+    stat = np.asarray(stat, dtype=float)
+    u = np.broadcast_to(np.asarray(u, dtype=float), stat.shape)
+    if release.kind == LAPLACE:
+        return stat + stats.laplace.ppf(u, scale=release.noise_scale)
+    if release.kind == GAUSSIAN:
+        return stat + stats.norm.ppf(u, scale=release.noise_scale)
+    infected = np.clip(stat, 0.0, release.population)
+    p = (infected + release.m) / (release.population + 2.0 * release.m)
+    return stats.binom.ppf(u, release.n_trials, p).astype(float)
