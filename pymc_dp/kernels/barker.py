@@ -38,7 +38,7 @@ import numpy as np
 
 from scipy import optimize, special
 
-from pymc_dp.kernels.clipping import clipped_scalars
+from pymc_dp.kernels.clipping import clipped_count, clipped_scalars
 from pymc_dp.kernels.minibatch_penalty import batch_estimate, draw_batch
 from pymc_dp.kernels.penalty import _finite_or_reject
 
@@ -195,8 +195,12 @@ def barker_transition(
     batch_size: int,
     tempering: float,
     vcorr: VCorr,
+    count_clipped: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, float, BarkerInfo]:
     """One DP Barker test of ``q_proposed``: exactly one noisy release (see the module docs).
+
+    ``count_clipped``, if given, is called with the number of the batch's terms clipped
+    (private: for the clip diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
 
     Returns the new point, its log prior and the public info of the iteration.
     """
@@ -205,9 +209,10 @@ def barker_transition(
     n0 = n_data * tempering
     rows = draw_batch(rng, n_data, batch_size)
     with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: clipped to 0
-        ratios = clipped_scalars(
-            loglik_rows(q_proposed, rows) - loglik_rows(q, rows), math.sqrt(batch_size) / n0
-        )
+        differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    ratios = clipped_scalars(differences, math.sqrt(batch_size) / n0)
+    if count_clipped is not None:
+        count_clipped(clipped_count(differences, math.sqrt(batch_size) / n0))
     estimate, variance = batch_estimate(ratios, n0 / batch_size)  # variance ≤ 1 by the clip
     noise_sd = math.sqrt(max(BARKER_NOISE_VARIANCE - variance, 0.0))
     release = estimate + noise_sd * rng.standard_normal()  # the release

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.kernels.clipping import clipped_scalars
+from pymc_dp.kernels.clipping import clipped_count, clipped_scalars
 from pymc_dp.kernels.penalty import _finite_or_reject, public_move_is_finite
 
 __all__ = [
@@ -119,6 +119,7 @@ def minibatch_penalty_transition(
     tempering: float,
     clip_bound: float,
     noise_multiplier: float,
+    count_clipped: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, float, MinibatchInfo]:
     """One minibatch DP penalty accept/reject of ``q_proposed``: exactly one noisy release.
 
@@ -127,6 +128,8 @@ def minibatch_penalty_transition(
     prior and the public info of the iteration. A proposal whose acceptance is not a finite
     number is rejected, before the batch is read when public values already say so
     (:mod:`pymc_dp.kernels.penalty`, "Huge moves are rejections, never errors").
+    ``count_clipped``, if given, is called with the number of the batch's terms clipped
+    (private: for the clip diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
     """
     with np.errstate(over="ignore", invalid="ignore"):
         distance = float(np.linalg.norm(q_proposed - q))
@@ -138,7 +141,10 @@ def minibatch_penalty_transition(
     if not public_move_is_finite(q_proposed, noise_sd):
         return q, logprior_q, MinibatchInfo(False, -np.inf, noise_sd)
     rows = draw_batch(rng, n_data, batch_size)
-    ratios = clipped_scalars(loglik_rows(q_proposed, rows) - loglik_rows(q, rows), clip_bound * distance)
+    differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    ratios = clipped_scalars(differences, clip_bound * distance)
+    if count_clipped is not None:
+        count_clipped(clipped_count(differences, clip_bound * distance))
     estimate, variance = batch_estimate(ratios, n_data * tempering / batch_size)
     release = estimate - 0.5 * variance + noise_sd * rng.standard_normal()  # the release
     logprior_proposed = logprior_fn(q_proposed)

@@ -94,6 +94,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         The private warm-up that makes the Laplace approximation (default ``True``; docs/
         private-mcmc.md, "Settings chosen privately"). DP Barker's MCMC does not use it: its
         clip bound is fixed by the algorithm. ``False`` with ``method="auto"`` means MCMC.
+    {diagnostics parameters}
     {shared parameters}
 
     Examples
@@ -139,6 +140,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         method: str = "auto",
         warmup=True,
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -205,7 +207,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         key = (iterations, chains)
         if key not in self._batch_choices:
             self._batch_choices[key] = _largest_batch(
-                lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains,
+                lambda b: barker_max_iterations(
+                    self.epsilon, self.delta, n, b, fixed_mu=self._clip_mu_all(chains)
+                ) // chains,
                 iterations,
                 n,
             )
@@ -245,8 +249,14 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def max_iterations(self) -> int:
         """The most iterations, over all chains and tuning, that the whole budget allows."""
         return barker_max_iterations(
-            self.epsilon, self.delta, self.private_model.n_data, self.batch_size
+            self.epsilon, self.delta, self.private_model.n_data, self.batch_size,
+            fixed_mu=self._clip_mu_all(self.planned_chains),
         )
+
+    def _clip_mu_all(self, chains: int) -> float:
+        """The μ of the clip diagnostics of ``chains`` chains (0 when off): Gaussian
+        releases beside the Barker tests, composed with them in RDP."""
+        return chains * self._clip_diagnostics_mu(chains)
 
     # ------------------------------------------------------------------ privacy plan
     def _calibrate(self, iterations: int, chains: int) -> None:
@@ -290,7 +300,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
                 n_data=self.private_model.n_data,
                 batch_size=self.batch_size,
             )
-        ]
+        ] + self._clip_diagnostic_events()
 
     # ------------------------------------------------------------------ sampling
     # Its noise is fixed (σ² = 2) and its budget bounds the iterations instead, checked when
@@ -343,6 +353,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
             batch_size=self.batch_size,
             tempering=self.tempering,
             vcorr=self._vcorr,
+            count_clipped=None if self._clip_counts is None else self._count_clipped,
         )
         self._after(proposal, q_new, logprior_new, info.accepted)
         stats = {

@@ -88,6 +88,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning` (no batch is released).
         ``"mcmc"`` runs the chain but refuses one that would freeze; ``"laplace"`` always
         draws from the approximation.
+    {diagnostics parameters}
     {shared parameters}
 
     Examples
@@ -138,6 +139,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         warmup=True,
         method: str = "auto",
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -197,7 +199,13 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         ]
 
     def _cost(self, releases: int, chains: int = 1) -> float:
-        return PrivacyLedger(self._events(releases) + self._warmups(chains)).epsilon(self.delta)
+        return PrivacyLedger(
+            self._events(releases) + self._warmups(chains) + self._clip_diagnostics_of(chains)
+        ).epsilon(self.delta)
+
+    def _clip_diagnostics_of(self, chains: int) -> list:
+        """The clip diagnostic events of ``chains`` chains (none when off)."""
+        return [replace(e, count=e.count * chains) for e in self._clip_diagnostic_events()]
 
     def _warmups(self, chains: int) -> list:
         """The warm-up events of ``chains`` chains."""
@@ -249,13 +257,15 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         the warm-up's releases composed in (``shared``: those reserved for the run's
         warm-up, whatever route it took): all of them together cost (ε, δ). Cached.
         """
-        key = (iterations, chains, shared)
+        key = (iterations, chains, shared, self._clip_diagnostics_on())
         if key not in self._calibrations:
-            fixed = list(self._shared_warmup_events) if shared else []
+            # (the clip diagnostics are plain Gaussian releases: no amplification claimed)
+            fixed = self._clip_diagnostics_of(chains)
+            fixed += list(self._shared_warmup_events) if shared else []
             if self.warmup is not None and not shared:
                 # `chains` warm-ups of 1/chains of the run's μ: what one for all would cost
                 mu = self._mcmc_warmup_mu() / chains
-                fixed = [
+                fixed += [
                     replace(e, count=e.count * chains)
                     for e in self.warmup.events(mu / self.warmup.share)
                 ]
@@ -281,7 +291,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     def _chain_events(self, iterations: int) -> list:
         if self._laplace:
             return self._warmup_events()
-        return self._warmup_events() + self._events(iterations)
+        return self._warmup_events() + self._events(iterations) + self._clip_diagnostic_events()
 
     def _start_chain(self) -> None:
         super()._start_chain()
@@ -312,6 +322,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             tempering=self.tempering,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
+            count_clipped=None if self._clip_counts is None else self._count_clipped,
         )
         self._after(proposal, u_new, logprior_new, info.accepted)
         self._u = u_new

@@ -27,7 +27,12 @@ from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEv
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
-from pymc_dp.steps.base import PrivateStep, TraceCost, shared_arguments
+from pymc_dp.steps.base import (
+    CLIP_DIAGNOSTIC_STATS,
+    PrivateStep,
+    TraceCost,
+    shared_arguments,
+)
 from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = [
@@ -50,6 +55,10 @@ SUBSAMPLED_PRIVACY_STATS = {
 }
 
 
+#: The clip diagnostics' released values (not what defines the cost: dp_clip_mu_chain does)
+_RELEASED = frozenset(CLIP_DIAGNOSTIC_STATS) - {"dp_clip_mu_chain"}
+
+
 class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """A private step whose iterations each release one statistic of a random batch.
 
@@ -59,6 +68,10 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """
 
     privacy_settings = ("batch_size", "tempering", "sampling_rate")
+    optional_stats_dtypes_shapes = CLIP_DIAGNOSTIC_STATS
+
+    def _clip_terms_per_release(self) -> int:
+        return int(self.batch_size)
 
     def _draw_epsilon(self, stats) -> float:
         # Composed by the ledger (RDP): for a count rounded up to two significant digits, so
@@ -70,7 +83,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     @classmethod
     def epsilon_from_stats(cls, stats, delta: float | None = None) -> float:
         # (exact for the count given; one dp-accounting composition per distinct count, cached)
-        stats = {k: v for k, v in stats.items() if k.startswith("dp_")}
+        stats = {k: v for k, v in stats.items() if k.startswith("dp_") and k not in _RELEASED}
         if delta is not None:
             stats["dp_delta"] = delta
         shared = float(stats.get("dp_mu_shared_warmup", 0.0))
@@ -84,7 +97,10 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         chains = _chain_events_from_stats(stats)
         if chains is None:
             return None
-        releases = [sum(e.count for e in events if e.name != "warm-up") for events in chains]
+        releases = [
+            sum(e.count for e in events if e.name not in ("warm-up", "clip diagnostics"))
+            for events in chains
+        ]
         tempering = (
             float(np.min(stats["dp_tempering"].values)) if "dp_tempering" in stats else 1.0
         )
@@ -102,6 +118,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         S=None,
         scaling: float | None = None,
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -242,6 +259,12 @@ def _draw_events(last) -> list[Event] | None:
     else:
         return None
     events = [] if event is None else [event]
+    clip_mu = float(last.get("dp_clip_mu_chain", 0.0))
+    if clip_mu > 0:
+        # The clip diagnostics' windows: Gaussian releases, composed to one of their μ.
+        events.append(
+            GaussianEvent(name="clip diagnostics", noise_multiplier=(2.0 * clip_mu) ** -0.5)
+        )
     warmup_mu = float(last.get("dp_warmup_mu", 0.0))
     if warmup_mu > 0:
         # The warm-up's Gaussian releases compose to one of the same μ (exactly, in every

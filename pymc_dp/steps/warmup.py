@@ -148,8 +148,8 @@ class AffineView:
     def loglik(self, u: np.ndarray) -> np.ndarray:
         return self.pmodel.loglik(self.theta(u))
 
-    def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float):
-        return self.pmodel.clipped_ratio(self.theta(u), current, bound)
+    def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float, count=False):
+        return self.pmodel.clipped_ratio(self.theta(u), current, bound, count=count)
 
     def logprior(self, u: np.ndarray) -> float:
         return self.pmodel.logprior(self.theta(u))
@@ -157,8 +157,8 @@ class AffineView:
     def loglik_rows(self, u: np.ndarray, rows) -> np.ndarray:
         return self.pmodel.loglik_rows(self.theta(u), rows)
 
-    def clipped_gradient(self, u: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
-        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis)
+    def clipped_gradient(self, u: np.ndarray, bound: float, count: bool = False):
+        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis, count=count)
 
 
 def _check_warmup(warmup) -> WarmupPlan | None:
@@ -263,15 +263,19 @@ class PrivateWarmup:
         """The μ a chain's sampler may spend: its allotment less the warm-up's share.
 
         With the Laplace approximation (``method="laplace"``) the warm-up spends it all.
+        Clip diagnostics, when on, take their share too.
         """
         mu = self._chain_mu_allotment(chains)
         if self._shared_warmup is not None:
             # The run's warm-up was paid once, before the chains (warm_up_for_run): a chain
             # keeps what it would have had for sampling, and the run still sums to μ_max.
             self._warmup_mu = 0.0
-            return 0.0 if self._laplace else (1.0 - self._warmup_share()) * mu
+            if self._laplace:
+                return 0.0
+            return (1.0 - self._warmup_share()) * mu - self._clip_diagnostics_mu(chains)
         self._warmup_mu = mu if self._laplace else self._warmup_share() * mu
-        return mu - self._warmup_mu
+        # (the clip diagnostics' share, when on: PrivateStep._clip_diagnostics_mu)
+        return mu - self._warmup_mu - self._clip_diagnostics_mu(chains)
 
     def _run_warmup_share(self) -> float:
         """The share of the whole run's μ a warm-up for all chains spends."""
