@@ -1,0 +1,260 @@
+"""Clip diagnostics on every clipping step (issue 17, item 4): the released counts, their
+cost, the table users read, and that nothing changes when they are off."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+
+from pymc_dp.errors import PrivacyBudgetExceeded
+from pymc_dp.kernels import clip_diagnostics
+from pymc_dp.kernels.clipping import clipped_count, clipped_row_count
+from pymc_dp.model import PrivateModel
+from pymc_dp.results import clipped_fractions
+from pymc_dp.steps.base import PrivateStep
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
+N = 200
+RUN = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+
+
+def normal_model(n=N, scale=1.5):
+    y = np.random.default_rng(0).normal(1.0, scale, size=n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 3.0)
+        sigma = pm.HalfNormal("sigma", 3.0)
+        pm.Normal("y", mu, sigma, observed=y)
+    return model
+
+
+HAND = dict(warmup=False, chains=1)
+def _make(cls, **settings):
+    return lambda **k: cls(**{**settings, **HAND, **k})
+
+
+PENALTY = dict(eps=20.0, clip_bound=3.0, scaling=0.1)
+STEPS = {
+    "DPPenalty": _make(pymc_dp.DPPenalty, **PENALTY),
+    "DPPenalty-one_component": _make(pymc_dp.DPPenalty, proposal="one_component", **PENALTY),
+    "DPPenalty-guided": _make(pymc_dp.DPPenalty, proposal="guided", **PENALTY),
+    "MinibatchDPPenalty": _make(pymc_dp.MinibatchDPPenalty, batch_size=20, **PENALTY),
+    "DPBarker": _make(pymc_dp.DPBarker, eps=50.0, batch_size=20, scaling=0.1, method="mcmc"),
+    "DPHMC": _make(pymc_dp.DPHMC, eps=20.0, grad_clip=3.0, loglik_clip=3.0, n_steps=2,
+                   step_size=0.05),
+}
+# Clip bounds that clip some terms of the tiny runs (so the counts checked are not all 0)
+TIGHT = {"DPHMC": dict(grad_clip=1.0)}
+TIGHT.update({k: dict(clip_bound=0.3) for k in STEPS if "Penalty" in k})
+
+
+def _sample(make, seed=7, draws=15, tune=5, **kwargs):
+    with normal_model():
+        step = make(**kwargs)
+        idata = pymc_dp.sample(step=step, draws=draws, tune=tune, random_seed=seed, **RUN)
+    return step, idata
+
+
+# ---------------------------------------------------------------------- off by default
+# Draws of `mu` with random_seed=7 (draws=15, tune=5) recorded on main before the clip
+# diagnostics existed: turning them off must leave the chain exactly as it was.
+MAIN = {
+    "DPPenalty": [0.1779744395, 0.1779744395, 0.2062598878, 0.2329808501, 0.2329808501,
+                  0.2329808501, 0.2566144063, 0.3802055179, 0.3802055179, 0.3802055179,
+                  0.3802055179, 0.3802055179, 0.3802055179, 0.3802055179, 0.3802055179],
+    "DPHMC": [0.0963807089, 0.0963807089, 0.0963807089, 0.1479458615, 0.1479458615,
+              0.1479458615, 0.1786746699, 0.2946992267, 0.345739439, 0.3827986605,
+              0.3827986605, 0.3827986605, 0.3827986605, 0.4492186359, 0.5116063895],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAIN))
+def test_off_by_default_gives_the_draws_of_before(name):
+    _, omitted = _sample(STEPS[name])
+    _, explicit = _sample(STEPS[name], clip_diagnostics=None)
+    np.testing.assert_array_equal(omitted.posterior["mu"], explicit.posterior["mu"])
+    np.testing.assert_allclose(omitted.posterior["mu"].values[0], MAIN[name], atol=1e-9)
+    assert not any(k.startswith("dp_clip") for k in omitted.sample_stats.data_vars)
+    assert clipped_fractions(omitted).empty
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3"])
+def test_bad_clip_diagnostics_are_refused_before_the_model_is_read(bad, monkeypatch):
+    def no_read(*args, **kwargs):
+        raise AssertionError("the model was read")
+
+    monkeypatch.setattr(PrivateModel, "__init__", no_read)
+    with normal_model(), pytest.raises(ValueError, match="clip_diagnostics"):
+        STEPS["DPPenalty"](clip_diagnostics=bad)
+
+
+def test_more_windows_than_draws_is_refused_before_reserving_or_reading(monkeypatch):
+    with normal_model():
+        step = STEPS["DPPenalty"](clip_diagnostics=20)
+        with pytest.raises(ValueError, match="more than its 15 draws"):
+            step.plan(draws=15, tune=5)
+        read = []
+        monkeypatch.setattr(PrivateModel, "clipped_ratio", lambda *a, **k: read.append(1))
+        with pytest.raises(ValueError, match="more than its 15 draws"):
+            pymc_dp.sample(step=step, draws=15, tune=5, random_seed=1, **RUN)
+    assert step.guard.reservations() == [] and read == []
+
+
+def test_a_step_that_clips_nothing_refuses_them():
+    def sim(rng, mu, size=None):
+        return rng.normal(mu, 1.0, size=size)
+
+    with pm.Model():
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Simulator("y", sim, mu, observed=np.zeros(20))
+        with pytest.raises(TypeError):
+            pymc_dp.ABCDP(eps=1.0, threshold=0.3, clip_diagnostics=2)
+
+
+# ---------------------------------------------------------------------- the count
+def _exact_noise(monkeypatch):
+    """Noise ~0 in the windows' releases (a test hook: the accounting is unchanged)."""
+    real = clip_diagnostics.WindowedClipCounts.__init__
+
+    def exact(self, *args, noise_multiplier, **kwargs):
+        real(self, *args, noise_multiplier=1e-12, **kwargs)
+
+    monkeypatch.setattr(clip_diagnostics.WindowedClipCounts, "__init__", exact)
+
+
+def _record_reference(monkeypatch, name, windows):
+    """Recompute every release's count with NumPy at the states the chain visits, and
+    attribute it to the running window (the compiled counts are what is checked)."""
+    ref, live = [], {"window": None}
+    real_begin = clip_diagnostics.WindowedClipCounts.begin
+
+    def begin(self, iteration):
+        real_begin(self, iteration)
+        live["window"] = self._current
+
+    monkeypatch.setattr(clip_diagnostics.WindowedClipCounts, "begin", begin)
+
+    def add(count):
+        if live["window"] is not None:
+            ref.append((live["window"], count))
+
+    if name.startswith("DPPenalty"):
+        real = PrivateModel.clipped_ratio
+
+        def ratio(self, q, current, bound, count=False):
+            with np.errstate(invalid="ignore"):
+                add(clipped_count(self.loglik(q) - current, bound))
+            return real(self, q, current, bound, count=count)
+
+        monkeypatch.setattr(PrivateModel, "clipped_ratio", ratio)
+    elif name == "DPHMC":
+        real = PrivateModel.clipped_gradient
+
+        def gradient(self, q, bound, basis=None, count=False):
+            rows = self.gradient_rows(q)[0]
+            add(clipped_row_count(rows if basis is None else rows @ basis, bound))
+            return real(self, q, bound, basis, count=count)
+
+        monkeypatch.setattr(PrivateModel, "clipped_gradient", gradient)
+    else:  # the minibatch steps: their kernels' two row evaluations per release
+        real = PrivateModel.loglik_rows
+        pending = []
+
+        def rows(self, q, which):
+            out = real(self, q, which)
+            pending.append((np.array(q), out))
+            if len(pending) == 2:
+                (q_new, new), (q_old, old) = pending
+                pending.clear()
+                step = live["step"]
+                if name == "DPBarker":
+                    bound = np.sqrt(step.batch_size) / (step.private_model.n_data * step.tempering)
+                else:
+                    bound = step.clip_bound * float(np.linalg.norm(q_new - q_old))
+                add(clipped_count(new - old, bound))
+            return out
+
+        monkeypatch.setattr(PrivateModel, "loglik_rows", rows)
+    return ref, live
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_the_released_count_is_the_numpy_count_at_the_same_states(name, monkeypatch):
+    _exact_noise(monkeypatch)
+    ref, live = _record_reference(monkeypatch, name, 3)
+    with normal_model():
+        step = STEPS[name](clip_diagnostics=3, **TIGHT.get(name, {}))
+        live["step"] = step
+        idata = pymc_dp.sample(step=step, draws=15, tune=5, random_seed=3, **RUN)
+    table = clipped_fractions(idata)
+    assert table["window"].tolist() == [0, 1, 2]
+    assert table["iterations"].tolist() == [5, 5, 5]
+    expected = [sum(c for w, c in ref if w == window) for window in range(3)]
+    np.testing.assert_allclose(table["clipped"], expected, atol=1e-6)
+    releases = [sum(1 for w, _ in ref if w == window) for window in range(3)]
+    per_release = step.batch_size if name in ("DPBarker", "MinibatchDPPenalty") else N
+    assert table["terms"].tolist() == [r * per_release for r in releases]
+    assert sum(expected) > 0 or name == "DPBarker"  # (the counts are not all trivially 0)
+
+
+# ---------------------------------------------------------------------- the budget
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_the_budget_holds_and_the_trace_recomputes_the_reservation(name):
+    with normal_model():
+        step = STEPS[name](clip_diagnostics=3)
+        plan = str(step.plan(draws=15, tune=5))
+        idata = pymc_dp.sample(step=step, draws=15, tune=5, random_seed=5, **RUN)
+    assert "clip diagnostics: 3, noise multiplier" in plan
+    report = pymc_dp.privacy_report(idata)
+    reserved = [r for r in step.guard.reservations()]
+    events = [e for r in reserved for e in r["events"]]
+    assert [e["count"] for e in events if e["name"] == "clip diagnostics"] == [3]
+    assert any(e.name == "clip diagnostics" for e in report.ledger())
+    assert "clip diagnostics" in str(report)
+    assert idata.attrs["dp_epsilon"] <= step.epsilon * (1 + 1e-12)
+    # ε from the trace alone (the step's own stats) is the ε the ledger reserved
+    trace = pymc_dp.privacy_report(pymc_dp.release(idata))
+    assert trace.epsilon == pytest.approx(idata.attrs["dp_epsilon"], rel=1e-9)
+    last = {k: v.values[0, -1] for k, v in idata.sample_stats.data_vars.items()
+            if k.startswith("dp_")}
+    assert type(step).epsilon_from_stats(last) == pytest.approx(report.epsilon, rel=1e-9)
+
+
+def test_the_diagnostics_cost_their_share_and_the_sampler_the_rest():
+    with normal_model():
+        off = STEPS["DPPenalty"]()
+        on = STEPS["DPPenalty"](clip_diagnostics=pymc_dp.ClipDiagnostics(windows=4, share=0.1))
+        p_off, p_on = off.plan(draws=100, tune=50), on.plan(draws=100, tune=50)
+    mu = {e.name: e.mu for e in p_on.events}
+    total = sum(e.mu for e in p_off.events)
+    assert mu["clip diagnostics"] == pytest.approx(0.1 * total, rel=1e-9)
+    assert mu["log-likelihood ratio"] == pytest.approx(0.9 * total, rel=1e-9)
+    assert p_on.cost <= p_on.epsilon and p_on.cost == pytest.approx(p_off.cost, rel=1e-6)
+
+
+# ---------------------------------------------------------------------- usefulness
+@pytest.mark.parametrize("bound, low, high", [(0.01, 0.9, 1.1), (50.0, -0.1, 0.1)])
+def test_the_fraction_says_how_much_was_clipped(bound, low, high):
+    y = np.random.default_rng(2).normal(1.0, 1.0, size=2000)
+    with pm.Model():
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        step = pymc_dp.DPPenalty(eps=50.0, clip_bound=bound, scaling=0.05, warmup=False,
+                                 chains=1, clip_diagnostics=2)
+        idata = pymc_dp.sample(step=step, draws=60, tune=20, random_seed=1, **RUN)
+    table = clipped_fractions(idata)
+    assert len(table) == 2
+    assert ((table["fraction"] > low) & (table["fraction"] < high)).all(), table
+    assert (table["fraction_sd"] < 0.05).all()
+    # The released table survives pymc_dp.release
+    assert clipped_fractions(pymc_dp.release(idata)).equals(table)
