@@ -11,12 +11,10 @@ import pytest
 
 import pymc_dp
 
-from pymc_dp.errors import PrivacyBudgetExceeded
 from pymc_dp.kernels import clip_diagnostics
 from pymc_dp.kernels.clipping import clipped_count, clipped_row_count
 from pymc_dp.model import PrivateModel
 from pymc_dp.results import clipped_fractions
-from pymc_dp.steps.base import PrivateStep
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
 N = 200
