@@ -256,7 +256,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def _clip_mu_all(self, chains: int) -> float:
         """The μ of the clip diagnostics of ``chains`` chains (0 when off): Gaussian
         releases beside the Barker tests, composed with them in RDP."""
-        return chains * self._clip_diagnostics_mu(chains)
+        if self.clip_diagnostics is None:  # (whatever the route: batch choices are cached)
+            return 0.0
+        return chains * self.clip_diagnostics.mu(self._chain_mu_allotment(chains))
 
     # ------------------------------------------------------------------ privacy plan
     def _calibrate(self, iterations: int, chains: int) -> None:

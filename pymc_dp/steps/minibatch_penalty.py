@@ -203,9 +203,15 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             self._events(releases) + self._warmups(chains) + self._clip_diagnostics_of(chains)
         ).epsilon(self.delta)
 
-    def _clip_diagnostics_of(self, chains: int) -> list:
-        """The clip diagnostic events of ``chains`` chains (none when off)."""
-        return [replace(e, count=e.count * chains) for e in self._clip_diagnostic_events()]
+    def _clip_diagnostics_of(self, chains: int, calibrating: bool = False) -> list:
+        """The clip diagnostic events of ``chains`` chains (none when off). ``calibrating``:
+        whatever the route (a calibration is cached, and may be computed while the route
+        is chosen: it never leaves out releases the chains will make)."""
+        if calibrating and self.clip_diagnostics is not None:
+            events = self.clip_diagnostics.events(self._chain_mu_allotment(chains))
+        else:
+            events = self._clip_diagnostic_events()
+        return [replace(e, count=e.count * chains) for e in events]
 
     def _warmups(self, chains: int) -> list:
         """The warm-up events of ``chains`` chains."""
@@ -257,10 +263,10 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         the warm-up's releases composed in (``shared``: those reserved for the run's
         warm-up, whatever route it took): all of them together cost (ε, δ). Cached.
         """
-        key = (iterations, chains, shared, self._clip_diagnostics_on())
+        key = (iterations, chains, shared)
         if key not in self._calibrations:
             # (the clip diagnostics are plain Gaussian releases: no amplification claimed)
-            fixed = self._clip_diagnostics_of(chains)
+            fixed = self._clip_diagnostics_of(chains, calibrating=True)
             fixed += list(self._shared_warmup_events) if shared else []
             if self.warmup is not None and not shared:
                 # `chains` warm-ups of 1/chains of the run's μ: what one for all would cost

@@ -149,7 +149,9 @@ class AffineView:
         return self.pmodel.loglik(self.theta(u))
 
     def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float, count=False):
-        return self.pmodel.clipped_ratio(self.theta(u), current, bound, count=count)
+        # (count only when asked: the model's function is called as before otherwise)
+        extra = {"count": True} if count else {}
+        return self.pmodel.clipped_ratio(self.theta(u), current, bound, **extra)
 
     def logprior(self, u: np.ndarray) -> float:
         return self.pmodel.logprior(self.theta(u))
@@ -158,7 +160,8 @@ class AffineView:
         return self.pmodel.loglik_rows(self.theta(u), rows)
 
     def clipped_gradient(self, u: np.ndarray, bound: float, count: bool = False):
-        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis, count=count)
+        extra = {"count": True} if count else {}
+        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis, **extra)
 
 
 def _check_warmup(warmup) -> WarmupPlan | None:
