@@ -208,7 +208,8 @@ def barker_transition(
         return q, logprior_q, BarkerInfo(False, -math.inf, 0.0)
     n0 = n_data * tempering
     rows = draw_batch(rng, n_data, batch_size)
-    with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: clipped to 0
+    # inf − inf between diverged log-likelihoods (clipped to 0), or an overflow (to ±bound)
+    with np.errstate(over="ignore", invalid="ignore"):
         differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
     ratios = clipped_scalars(differences, math.sqrt(batch_size) / n0)
     if count_clipped is not None:

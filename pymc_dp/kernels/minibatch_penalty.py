@@ -141,7 +141,10 @@ def minibatch_penalty_transition(
     if not public_move_is_finite(q_proposed, noise_sd):
         return q, logprior_q, MinibatchInfo(False, -np.inf, noise_sd)
     rows = draw_batch(rng, n_data, batch_size)
-    differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    # inf − inf between diverged log-likelihoods (NaN: clipped to 0), or a difference that
+    # overflows (clipped to ±bound): no warning, whose presence would depend on the batch
+    with np.errstate(over="ignore", invalid="ignore"):
+        differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
     ratios = clipped_scalars(differences, clip_bound * distance)
     if count_clipped is not None:
         count_clipped(clipped_count(differences, clip_bound * distance))
