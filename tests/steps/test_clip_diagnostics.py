@@ -256,3 +256,50 @@ def test_the_fraction_says_how_much_was_clipped(bound, low, high):
     assert (table["fraction_sd"] < 0.05).all()
     # The released table survives pymc_dp.release
     assert clipped_fractions(pymc_dp.release(idata)).equals(table)
+
+
+# ---------------------------------------------------------------------- reviewed cases
+def test_minibatch_run_of_fewer_chains_than_the_step_was_made_for_fits(recwarn):
+    # The calibration cached for the planned chains must not be reused with diagnostic
+    # events sized for another number of chains (review M2): a step made for 4 chains, run
+    # as 1 chain of the default length, plans within its budget and runs.
+    y = np.random.default_rng(0).normal(1.0, 1.5, size=2000)
+    with pm.Model():
+        mu = pm.Normal("mu", 0.0, 3.0)
+        sigma = pm.HalfNormal("sigma", 3.0)
+        pm.Normal("y", mu, sigma, observed=y)
+        step = pymc_dp.MinibatchDPPenalty(eps=30.0, batch_size=200, chains=4,
+                                          clip_diagnostics=2)
+        draws, tune = step.default_length(1)
+        plan = step.plan(1, draws=draws, tune=tune)
+        assert plan.cost <= step.epsilon * (1 + 1e-12)
+        idata = pymc_dp.sample(step=step, chains=1, cores=1, random_seed=1, progressbar=False,
+                               compute_convergence_checks=False)
+    assert [r.get("kind", "chain") for r in step.guard.reservations()][-1] == "chain"
+    assert idata.attrs["dp_epsilon"] <= step.epsilon * (1 + 1e-12)
+    assert len(clipped_fractions(idata)) == 2
+
+
+@pytest.mark.parametrize("name", ["MinibatchDPPenalty", "DPBarker"])
+def test_a_subsampled_trace_without_the_diagnostics_mu_gives_no_cost(name):
+    # The minibatch steps' diagnostic μ shows only in dp_clip_mu_chain (review LOW3): it is
+    # a required privacy stat (0 when off), so a trace stripped of it is refused like one
+    # stripped of any other, never reported at the sampler's cost alone.
+    _, off = _sample(STEPS[name], draws=6, tune=2)
+    assert (off.sample_stats["dp_clip_mu_chain"].values == 0).all()
+    step, idata = _sample(STEPS[name], draws=6, tune=2,
+                          clip_diagnostics=pymc_dp.ClipDiagnostics(windows=2, share=0.5))
+    released = pymc_dp.release(idata)
+    assert pymc_dp.privacy_report(released).epsilon == pytest.approx(
+        idata.attrs["dp_epsilon"], rel=1e-9)
+    stats = released["sample_stats"].to_dataset()
+    for dropped in (["dp_clip_mu_chain"], [v for v in stats.data_vars if v.startswith("dp_clip")]):
+        stripped = released.copy()
+        stripped["sample_stats"] = stats.drop_vars(dropped)
+        stripped.attrs = {}
+        with pytest.raises(ValueError, match="no privacy information"):
+            pymc_dp.privacy_report(stripped)
+    last = {k: v.values[0, -1] for k, v in stats.data_vars.items() if k.startswith("dp_")}
+    del last["dp_clip_mu_chain"]
+    with pytest.raises(ValueError, match="dp_clip_mu_chain"):
+        type(step).epsilon_from_stats(last)
