@@ -280,6 +280,16 @@ def test_minibatch_run_of_fewer_chains_than_the_step_was_made_for_fits(recwarn):
     assert len(clipped_fractions(idata)) == 2
 
 
+@pytest.mark.parametrize("eps", [2.0, 5.0, 10.0])
+def test_dp_barker_default_length_leaves_room_for_the_diagnostics(eps):
+    # (review LOW1: the default length was the budget's without the diagnostics' μ)
+    with normal_model(n=2000):
+        step = pymc_dp.DPBarker(eps=eps, method="mcmc", chains=4, clip_diagnostics=4)
+        plan = step.plan()
+    assert plan.cost <= eps * (1 + 1e-12)
+    assert any(e.name == "clip diagnostics" for e in plan.events)
+
+
 @pytest.mark.parametrize("name", ["MinibatchDPPenalty", "DPBarker"])
 def test_a_subsampled_trace_without_the_diagnostics_mu_gives_no_cost(name):
     # The minibatch steps' diagnostic μ shows only in dp_clip_mu_chain (review LOW3): it is
