@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+
+from pymc_dp.steps.warmup import ClipDiagnosticsUnusedWarning
 
 __all__ = ["clipped_fractions"]
 
@@ -36,7 +40,10 @@ def clipped_fractions(idata) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Empty (with these columns) if the run made no clip diagnostic release.
+        Empty (with these columns), with a warning saying why, if the run made no clip
+        diagnostic release: the step had them off, or drew from the private Laplace
+        approximation (:class:`pymc_dp.ClipDiagnosticsUnusedWarning`: nothing clipped,
+        nothing released or spent).
 
     Examples
     --------
@@ -57,8 +64,21 @@ def clipped_fractions(idata) -> pd.DataFrame:
     """
     stats = idata["sample_stats"] if "sample_stats" in _groups(idata) else None
     if stats is None or "dp_clip_window" not in stats:
+        warnings.warn(
+            "clipped_fractions: this result holds no clip diagnostics (its step was built "
+            "without clip_diagnostics, or it is not a pymc_dp result): the table is empty.",
+            UserWarning, stacklevel=2,
+        )
         return pd.DataFrame(columns=_COLUMNS)
     window = np.asarray(stats["dp_clip_window"].values, dtype=float)  # (chain, draw)
+    if not np.isfinite(window).any():
+        warnings.warn(
+            "clipped_fractions: the step had clip_diagnostics on but released no window: "
+            "its draws came from the private Laplace approximation, which clips nothing "
+            "(nothing was released or spent for the diagnostics). The table is empty.",
+            ClipDiagnosticsUnusedWarning, stacklevel=2,
+        )
+        return pd.DataFrame(columns=_COLUMNS)
     values = {
         name: np.asarray(stats[stat].values, dtype=float)
         for name, stat in (("clipped", "dp_clip_count"), ("terms", "dp_clip_terms"),

@@ -340,6 +340,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self.clip_diagnostics = clip_diagnostics_setting(clip_diagnostics)
         if self.clip_diagnostics is not None and not self.optional_stats_dtypes_shapes:
             raise ValueError(f"{type(self).__name__} clips nothing: it takes no clip_diagnostics.")
+        self._check_clip_share()
         if delta is not None:
             delta = check_delta(delta)
         if not blocked:
@@ -555,6 +556,23 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         if not self._clip_diagnostics_on():
             return []
         return self.clip_diagnostics.events(self._chain_mu_allotment(self.planned_chains))
+
+    def _check_clip_share(self) -> None:
+        """Refuse diagnostics whose share, with the warm-up's (the private warm-up's
+        settings are made before the base constructor), leaves the sampler no μ. Public
+        arguments only: before any data is read."""
+        if self.clip_diagnostics is None:
+            return
+        warmup_share = self._warmup_share() if hasattr(self, "warmup") else 0.0
+        share = self.clip_diagnostics.share
+        if warmup_share + share >= 1.0:
+            raise ValueError(
+                f"clip_diagnostics share {share:g} with the warm-up's share "
+                f"{warmup_share:g} leaves {type(self).__name__}'s sampler nothing of the "
+                "budget (the two must sum to less than 1). Give a smaller share, e.g. "
+                "ClipDiagnostics(windows, share=0.05) (the default), or a smaller warm-up "
+                "share. Nothing was read or reserved."
+            )
 
     def _check_clip_windows(self, draws: int) -> None:
         if self.clip_diagnostics is not None:

@@ -94,6 +94,20 @@ class LaplaceApproximationWarning(UserWarning):
     """The draws come from the private Laplace approximation, not from MCMC."""
 
 
+class ClipDiagnosticsUnusedWarning(UserWarning):
+    """A step built with ``clip_diagnostics`` draws from the private Laplace approximation:
+    nothing is clipped, so no clip diagnostic is released and none of the budget is spent
+    on them."""
+
+
+#: Its message (public: it depends on the step's settings only, never on the data).
+CLIP_DIAGNOSTICS_UNUSED = (
+    "{step}: clip_diagnostics is on, but the draws come from the private Laplace "
+    "approximation, which clips nothing: no clip diagnostics are released, and none of the "
+    "budget is spent on them (it all goes to the approximation)."
+)
+
+
 class WarmupNotConvergedWarning(UserWarning):
     """The private warm-up's last Newton steps were still long: it may be far from the mode."""
 
@@ -514,8 +528,28 @@ class PrivateWarmup:
         wanted = np.ceil(moves * self.private_model.dim / RANDOM_WALK_EFFICIENCY)
         return int(np.clip(wanted, shortest, MAX_DEFAULT_ITERATIONS)) - tune, tune
 
+    def _clip_diagnostics_unused(self) -> bool:
+        """Whether a step with clip diagnostics on draws from the Laplace approximation
+        (then they release nothing and cost nothing): warns once when so."""
+        if self.clip_diagnostics is None or not self._laplace:
+            return False
+        self._warn_once(
+            CLIP_DIAGNOSTICS_UNUSED.format(step=type(self).__name__),
+            ClipDiagnosticsUnusedWarning,
+        )
+        return True
+
+    def _start_clip_diagnostics(self, tune: int, draws: int) -> None:
+        self._clip_diagnostics_unused()
+        super()._start_clip_diagnostics(tune, draws)
+
     def _plan_notes(self, iterations: int, chains: int) -> list[str]:
         notes = []
+        if self._clip_diagnostics_unused():
+            notes.append(
+                "clip diagnostics: none (the private Laplace approximation clips nothing: "
+                "nothing is released or spent for them)"
+            )
         if self.warmup is not None and (self._laplace or self._warmup_share() > 0):
             notes.append(
                 f"warm-up: {self.warmup.iterations} iterations, "

@@ -75,14 +75,43 @@ MAIN = {
 }
 
 
+# The same for the steps as most users make them (the default warm-up), and for the
+# minibatch steps (recorded on main 03e7093, as above)
+OFF = {
+    **STEPS,
+    "DPPenalty-warmup": lambda **k: pymc_dp.DPPenalty(eps=20.0, method="mcmc", chains=1, **k),
+    "DPHMC-warmup": lambda **k: pymc_dp.DPHMC(
+        eps=200.0, method="mcmc", chains=1, n_steps=3, step_size=0.05, **k),
+}
+MAIN.update({
+    "DPPenalty-warmup": [-0.3407428798, -0.3407428798, -0.3707730158, -0.3707730158, -0.3707730158,
+        -0.3707730158, -0.3370787131, -0.3370787131, -0.3370787131, -0.3370787131,
+        -0.1065811986, 0.0620564673, 0.4172589762, 0.7057451489, 1.1989400346],
+    "DPHMC-warmup": [1.2442972413, 1.2442972413, 1.2442972413, 1.2442972413, 0.922094654,
+        0.922094654, 0.9918359552, 1.0918922756, 0.9212009937, 1.0550921926,
+        1.0230256634, 1.0230256634, 1.0230256634, 0.9665317378, 0.9665317378],
+    "MinibatchDPPenalty": [0.0, 0.0037269494, 0.0037269494, 0.0037269494, 0.0037269494,
+        0.0037269494, 0.0037269494, 0.0037269494, 0.0037269494, 0.0037269494,
+        0.0037269494, 0.0037269494, 0.0037269494, 0.0037269494, 0.0131796626],
+    "DPBarker": [-0.0867394784, -0.0897140926, -0.0897140926, -0.0897140926, -0.0897140926,
+        -0.2097406078, -0.1191456418, -0.1191456418, -0.1191456418, 0.0851725245,
+        0.0851725245, 0.0851725245, 0.1923159969, 0.1923159969, 0.1923159969],
+})
+
+
 @pytest.mark.parametrize("name", sorted(MAIN))
 def test_off_by_default_gives_the_draws_of_before(name):
-    _, omitted = _sample(STEPS[name])
-    _, explicit = _sample(STEPS[name], clip_diagnostics=None)
+    _, omitted = _sample(OFF[name])
+    _, explicit = _sample(OFF[name], clip_diagnostics=None)
     np.testing.assert_array_equal(omitted.posterior["mu"], explicit.posterior["mu"])
     np.testing.assert_allclose(omitted.posterior["mu"].values[0], MAIN[name], atol=1e-9)
-    assert not any(k.startswith("dp_clip") for k in omitted.sample_stats.data_vars)
-    assert clipped_fractions(omitted).empty
+    clip_stats = {k for k in omitted.sample_stats.data_vars if k.startswith("dp_clip")}
+    # (the minibatch steps record their diagnostics' μ always: 0 when off)
+    assert clip_stats == ({"dp_clip_mu_chain"} if name in ("DPBarker", "MinibatchDPPenalty")
+                          else set())
+    assert all((omitted.sample_stats[k].values == 0).all() for k in clip_stats)
+    with pytest.warns(UserWarning, match="holds no clip diagnostics"):
+        assert clipped_fractions(omitted).empty
 
 
 # ---------------------------------------------------------------------- bad input
@@ -106,6 +135,65 @@ def test_more_windows_than_draws_is_refused_before_reserving_or_reading(monkeypa
         with pytest.raises(ValueError, match="more than its 15 draws"):
             pymc_dp.sample(step=step, draws=15, tune=5, random_seed=1, **RUN)
     assert step.guard.reservations() == [] and read == []
+
+
+def test_a_step_that_declares_no_counts_refuses_them_before_the_model_is_read(monkeypatch):
+    # (the base class's refusal: a step whose class declares no clip diagnostic stats)
+    class NoCounts(pymc_dp.DPPenalty):
+        optional_stats_dtypes_shapes = {}
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the model was read")
+
+    monkeypatch.setattr(PrivateModel, "__init__", no_read)
+    with normal_model(), pytest.raises(ValueError, match="NoCounts clips nothing"):
+        NoCounts(**PENALTY, **HAND, clip_diagnostics=2)
+
+
+@pytest.mark.parametrize("name", ["DPPenalty", "DPHMC", "MinibatchDPPenalty", "DPBarker"])
+def test_a_share_that_leaves_the_sampler_nothing_is_refused_up_front(name, monkeypatch):
+    # (review LOW6: with the default warm-up's share 0.5, 0.99 left the sampler μ < 0)
+    def no_read(*args, **kwargs):
+        raise AssertionError("the model was read")
+
+    monkeypatch.setattr(PrivateModel, "__init__", no_read)
+    cls = getattr(pymc_dp, name)
+    settings = {"MinibatchDPPenalty": dict(batch_size=20), "DPBarker": dict(warmup=False)}
+    diag = pymc_dp.ClipDiagnostics(windows=2, share=0.99 if name != "DPBarker" else 1 - 1e-9)
+    with normal_model():
+        if name == "DPBarker":  # (its MCMC has no warm-up: any share < 1 leaves room)
+            with pytest.raises(AssertionError, match="the model was read"):
+                cls(eps=30.0, chains=2, clip_diagnostics=diag, **settings[name])
+            return
+        with pytest.raises(ValueError, match=r"share 0\.99 with the warm-up's share 0\.5 "
+                           "leaves"):
+            cls(eps=30.0, chains=2, clip_diagnostics=diag, **settings.get(name, {}))
+
+
+@pytest.mark.parametrize("name, settings", [
+    ("DPPenalty", dict(method="laplace")),
+    ("DPHMC", dict(eps=0.05)),  # method="auto" falls back to the approximation
+])
+def test_the_laplace_route_says_the_diagnostics_are_unused(name, settings):
+    # (review LOW5: they were dropped silently)
+    import warnings
+
+    with normal_model():
+        step = getattr(pymc_dp, name)(**{"eps": 5.0, "chains": 1, "clip_diagnostics": 2,
+                                         **settings})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plan = step.plan(draws=20, tune=0)
+            idata = pymc_dp.sample(step=step, draws=20, tune=0, random_seed=1, **RUN)
+    assert step._laplace
+    unused = [w for w in caught if issubclass(w.category, pymc_dp.ClipDiagnosticsUnusedWarning)]
+    assert len(unused) == 1 and "clips nothing" in str(unused[0].message)
+    assert any("clip diagnostics: none" in note for note in plan.notes)
+    assert not any(e.name == "clip diagnostics" for e in plan.events)
+    reserved = [e["name"] for r in step.guard.reservations() for e in r["events"]]
+    assert "clip diagnostics" not in reserved
+    with pytest.warns(pymc_dp.ClipDiagnosticsUnusedWarning, match="Laplace approximation"):
+        assert clipped_fractions(idata).empty
 
 
 def test_a_step_that_clips_nothing_refuses_them():
