@@ -401,3 +401,61 @@ def test_a_subsampled_trace_without_the_diagnostics_mu_gives_no_cost(name):
     del last["dp_clip_mu_chain"]
     with pytest.raises(ValueError, match="dp_clip_mu_chain"):
         type(step).epsilon_from_stats(last)
+
+
+# ---------------------------------------------------------------------- the noise added
+def _released_minus_exact(monkeypatch, name, seed, chains=3, draws=40):
+    """Run ``name`` with the real diagnostic noise, one window per draw, and return the
+    released counts minus the NumPy counts at the states the chains visited (by chain and
+    window), and the noise sd the plan paid for (z of the reserved event times T_w)."""
+    ref, live = _record_reference(monkeypatch, name, draws)
+    recorded_begin = clip_diagnostics.WindowedClipCounts.begin  # (the reference's)
+
+    def begin(self, iteration):
+        if iteration == 0:
+            live["chain"] += 1
+        recorded_begin(self, iteration)
+        if live["window"] is not None:
+            live["window"] = (live["chain"], live["window"])
+
+    monkeypatch.setattr(clip_diagnostics.WindowedClipCounts, "begin", begin)
+    live["chain"] = -1
+    # (DP Barker: a budget for 3 chains of 45 iterations; its budget bounds them)
+    extra = dict(eps=2000.0) if name == "DPBarker" else {}
+    with normal_model(n=60):
+        step = STEPS[name](chains=chains, clip_diagnostics=draws, **extra)
+        live["step"] = step
+        idata = pymc_dp.sample(step=step, draws=draws, tune=5, random_seed=seed,
+                               **{**RUN, "chains": chains})
+    monkeypatch.undo()
+    table = clipped_fractions(idata)
+    assert len(table) == chains * draws
+    exact = np.zeros((chains, draws))
+    for (chain, window), count in ref:
+        exact[chain, window] += count
+    released = table.pivot(index="chain", columns="window", values="clipped").to_numpy()
+    (z,) = {e["noise_multiplier"] for r in step.guard.reservations() for e in r["events"]
+            if e["name"] == "clip diagnostics"}
+    per_window = step.n_steps if name == "DPHMC" else 1  # T_w: one iteration per window
+    return released - exact, z * per_window, table
+
+
+@pytest.mark.parametrize("name", ["DPPenalty", "MinibatchDPPenalty", "DPBarker", "DPHMC"])
+def test_the_released_counts_carry_the_noise_the_plan_paid_for(name, monkeypatch):
+    # The step's own noise, not the kernel's in isolation (review M1): released − exact
+    # over 2 seeds × 3 chains × 40 windows = 240 residuals has variance (z·T_w)² (χ²_240/240
+    # lies in [0.7, 1.4] but with probability ~1e-4; z·0.7 gives 0.49, z/2 0.25, an exact
+    # count 0), the residuals are all different (fresh noise for every window, chain and
+    # seed), and the same seed releases the same table.
+    first, sd, table = _released_minus_exact(monkeypatch, name, seed=11)
+    again, sd_again, table_again = _released_minus_exact(monkeypatch, name, seed=11)
+    other, _, _ = _released_minus_exact(monkeypatch, name, seed=12)
+    assert sd == sd_again
+    np.testing.assert_array_equal(table_again.to_numpy(), table.to_numpy())
+    np.testing.assert_array_equal(again, first)
+    residuals = np.concatenate([first.ravel(), other.ravel()]) / sd
+    ratio = float(np.mean(residuals**2))
+    assert 0.7 < ratio < 1.4, ratio
+    assert abs(float(np.mean(residuals))) < 4 / np.sqrt(residuals.size)
+    assert len(np.unique(np.round(residuals, 9))) == residuals.size  # no noise reused
+    assert not np.allclose(first, other)
