@@ -21,7 +21,8 @@ from pymc_dp.kernels.clip_diagnostics import check_windows
 __all__ = ["ClipDiagnostics", "DEFAULT_CLIP_DIAGNOSTICS_SHARE", "WarmupPlan"]
 
 #: The share of the Gaussian μ a budget buys that clip diagnostics spend by default: 5 %,
-#: so the sampler keeps 95 % (its noise sd grows by 1/√0.95 − 1 ≈ 2.6 %).
+#: so the sampler keeps 95 % (its noise sd grows by 1/√0.95 − 1 ≈ 2.6 %; with the default
+#: warm-up's 50 % it keeps 45 % instead of 50 %: √(0.5/0.45) − 1 ≈ 5.4 %).
 DEFAULT_CLIP_DIAGNOSTICS_SHARE = 0.05
 
 

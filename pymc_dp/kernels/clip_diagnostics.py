@@ -16,7 +16,7 @@ Sensitivity
 -----------
 Each clipped-sum release of the step holds at most one term of a given person (one row of
 the data, or of a batch drawn without replacement), so changing that person's row, under
-replace-one (or adding or removing it), flips at most one clipped indicator per release:
+replace-one (the steps' neighbouring relation), flips at most one clipped indicator per release:
 the count of one release has sensitivity 1. A window's total therefore has sensitivity
 ``T_w`` = the most clipped-sum releases the window can hold (:func:`window_sensitivity`):
 one per iteration for the DP penalty, the minibatch penalty and DP Barker, ``L`` per
@@ -27,7 +27,9 @@ rejected before the data is read) only lowers the count. The chain's states, at 
 compose adaptively with the sampler's. Noise ``z · T_w`` makes each window a Gaussian
 mechanism of multiplier ``z`` (μ = 1/(2z²)); ``k`` windows cost ``k/(2z²)``. Minibatch
 steps: the count is of the batch's terms; no amplification by subsampling is claimed
-for it (it is accounted as a plain Gaussian release, a conservative bound).
+for it (it is accounted as a plain Gaussian release on the whole data set; docs/steps.md,
+"Clip diagnostics", says why, and what is checked only numerically about composing it
+with the subsampled releases that share its batch).
 
 The released fraction is ``S_w / m_w`` with ``m_w`` = the terms the window's releases
 examined (n or the batch size per release, times the releases made, both public): its
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 #: The sensitivity of one release's count of clipped terms: one person flips at most one
-#: indicator (replace-one, and add/remove alike).
+#: indicator (replace-one).
 COUNT_SENSITIVITY = 1
 
 
