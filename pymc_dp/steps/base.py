@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from pymc.blocking import RaveledVars
+from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.sampling.parallel import _cpu_count
@@ -817,8 +817,12 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         q_new, stats = self._transition(q0.data)
         stats.update(self._clip_diagnostic_stats(iteration))
         stats.update(self._iteration_privacy_stats())
-        self._last_q = np.array(q_new, copy=True)
-        return RaveledVars(q_new, q0.point_map_info), [stats]
+        returned = RaveledVars(q_new, q0.point_map_info)
+        # The point as the chain will hold it, in each variable's dtype (PyMC casts it: with
+        # floatX = "float32" a float64 q_new is rounded), so that the next iteration's check
+        # compares like with like: any change another step makes to those values is seen.
+        self._last_q = DictToArrayBijection.map(DictToArrayBijection.rmap(returned)).data.copy()
+        return returned, [stats]
 
     def _check_still_covers_the_model(self) -> None:
         model_vars = [v.name for v in self.private_model.model.value_vars]
