@@ -38,8 +38,12 @@ import numpy as np
 
 from scipy import optimize, special
 
-from pymc_dp.kernels.clipping import clipped_count, clipped_scalars
-from pymc_dp.kernels.minibatch_penalty import batch_estimate, draw_batch
+from pymc_dp.kernels.clipping import clipped_scalars
+from pymc_dp.kernels.minibatch_penalty import (
+    batch_estimate,
+    draw_batch,
+    fresh_batch_clipped_count,
+)
 from pymc_dp.kernels.penalty import _finite_or_reject
 
 __all__ = [
@@ -199,8 +203,9 @@ def barker_transition(
 ) -> tuple[np.ndarray, float, BarkerInfo]:
     """One DP Barker test of ``q_proposed``: exactly one noisy release (see the module docs).
 
-    ``count_clipped``, if given, is called with the number of the batch's terms clipped
-    (private: for the clip diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
+    ``count_clipped``, if given, is called with the number of terms clipped at this move on
+    a batch of its own (:func:`~pymc_dp.kernels.minibatch_penalty.fresh_batch_clipped_count`;
+    private: for the clip diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
 
     Returns the new point, its log prior and the public info of the iteration.
     """
@@ -213,7 +218,10 @@ def barker_transition(
         differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
     ratios = clipped_scalars(differences, math.sqrt(batch_size) / n0)
     if count_clipped is not None:
-        count_clipped(clipped_count(differences, math.sqrt(batch_size) / n0))
+        count_clipped(fresh_batch_clipped_count(
+            rng, loglik_rows, q_proposed, q, n_data=n_data, batch_size=batch_size,
+            bound=math.sqrt(batch_size) / n0,
+        ))
     estimate, variance = batch_estimate(ratios, n0 / batch_size)  # variance ≤ 1 by the clip
     noise_sd = math.sqrt(max(BARKER_NOISE_VARIANCE - variance, 0.0))
     release = estimate + noise_sd * rng.standard_normal()  # the release

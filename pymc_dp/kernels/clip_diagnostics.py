@@ -22,14 +22,15 @@ the count of one release has sensitivity 1. A window's total therefore has sensi
 one per iteration for the DP penalty, the minibatch penalty and DP Barker, ``L`` per
 iteration for DP HMC's gradients (plus the start gradient if the window holds the chain's
 first iteration). It is an upper bound: a release skipped on public grounds (a proposal
-rejected before the data is read) only lowers the count. The chain's states, at which
-``c_t`` is evaluated, are post-processing of earlier releases, so the window releases
-compose adaptively with the sampler's. Noise ``z · T_w`` makes each window a Gaussian
+rejected before the data is read) only lowers the count. The chain's states and proposals, at
+which ``c_t`` is evaluated, depend on the data only through earlier (accounted) releases,
+so the window releases compose adaptively with the sampler's. Noise ``z · T_w`` makes each window a Gaussian
 mechanism of multiplier ``z`` (μ = 1/(2z²)); ``k`` windows cost ``k/(2z²)``. Minibatch
-steps: the count is of the batch's terms; no amplification by subsampling is claimed
-for it (it is accounted as a plain Gaussian release on the whole data set; docs/steps.md,
-"Clip diagnostics", says why, and what is checked only numerically about composing it
-with the subsampled releases that share its batch).
+steps count on a batch of their own, drawn afresh at each move, never on the batch the
+release reads (whose secrecy its amplification by subsampling needs:
+:func:`~pymc_dp.kernels.minibatch_penalty.fresh_batch_clipped_count`); no amplification
+is claimed for the count (it is charged as a plain Gaussian release on the whole data set;
+docs/steps.md, "Clip diagnostics", says why the charges add up).
 
 The released fraction is ``S_w / m_w`` with ``m_w`` = the terms the window's releases
 examined (n or the batch size per release, times the releases made, both public): its

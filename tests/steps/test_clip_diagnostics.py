@@ -252,16 +252,24 @@ def _record_reference(monkeypatch, name, windows):
             return real(self, q, bound, basis, count=count)
 
         monkeypatch.setattr(PrivateModel, "clipped_gradient", gradient)
-    else:  # the minibatch steps: their kernels' two row evaluations per release
+    else:  # the minibatch steps: per release, two row evaluations on the release's batch,
+        # then two on the count's own batch (fresh_batch_clipped_count)
         real = PrivateModel.loglik_rows
-        pending = []
+        pending, batches = [], []
+        live["batches"] = []
 
         def rows(self, q, which):
             out = real(self, q, which)
-            pending.append((np.array(q), out))
+            pending.append((np.array(q), np.array(which), out))
             if len(pending) == 2:
-                (q_new, new), (q_old, old) = pending
+                (q_new, rows_new, new), (q_old, rows_old, old) = pending
                 pending.clear()
+                assert np.array_equal(rows_new, rows_old)
+                batches.append(rows_new)
+                if len(batches) % 2:
+                    return out  # the release's own batch: not what the count reads
+                if live["window"] is not None:
+                    live["batches"].append((batches[-2], batches[-1]))
                 step = live["step"]
                 if name == "DPBarker":
                     bound = np.sqrt(step.batch_size) / (step.private_model.n_data * step.tempering)
@@ -291,6 +299,12 @@ def test_the_released_count_is_the_numpy_count_at_the_same_states(name, monkeypa
     per_release = step.batch_size if name in ("DPBarker", "MinibatchDPPenalty") else N
     assert table["terms"].tolist() == [r * per_release for r in releases]
     assert sum(expected) > 0 or name == "DPBarker"  # (the counts are not all trivially 0)
+    if name in ("DPBarker", "MinibatchDPPenalty"):
+        # the count reads a batch of its own, never the one its release read (review: a
+        # count of the release's secret batch would undo its amplification by subsampling)
+        pairs = live["batches"]
+        assert len(pairs) == sum(releases)
+        assert not any(np.array_equal(np.sort(a), np.sort(b)) for a, b in pairs)
 
 
 # ---------------------------------------------------------------------- the budget
