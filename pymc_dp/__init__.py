@@ -18,8 +18,12 @@ from pymc_dp.steps.dp_barker import DPBarker
 from pymc_dp.steps.dp_hmc import DPHMC
 from pymc_dp.steps.dp_penalty import DPPenalty
 from pymc_dp.steps.minibatch_penalty import MinibatchDPPenalty
-from pymc_dp.accounting.plan import WarmupPlan
-from pymc_dp.steps.warmup import LaplaceApproximationWarning, WarmupNotConvergedWarning
+from pymc_dp.accounting.plan import ClipDiagnostics, WarmupPlan
+from pymc_dp.steps.warmup import (
+    ClipDiagnosticsUnusedWarning,
+    LaplaceApproximationWarning,
+    WarmupNotConvergedWarning,
+)
 
 __version__ = "0.1.0"
 
@@ -33,6 +37,8 @@ __getattr__ = _moved.package_getattr("pymc_dp")
 __all__ = [
     "ABCDP",
     "Budget",
+    "ClipDiagnostics",
+    "ClipDiagnosticsUnusedWarning",
     "ClippedDistance",
     "DPBarker",
     "DPHMC",

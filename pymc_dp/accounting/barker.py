@@ -179,10 +179,14 @@ def barker_delta(events: Iterable[Event], epsilon: float) -> float:
     return rdp_to_delta(orders, rdp, epsilon)
 
 
-def barker_max_iterations(eps: float, delta: float, n_data: int, batch_size: int) -> int:
+def barker_max_iterations(
+    eps: float, delta: float, n_data: int, batch_size: int, fixed_mu: float = 0.0
+) -> int:
     """The most DP Barker iterations an (ε, δ) budget allows (Theorem 7, all chains together).
 
-    ``max_α ⌊(ε − ln(1/δ)/(α − 1)) / ε(α)⌋`` over the admissible orders (0 if none fits).
+    ``max_α ⌊(ε − ln(1/δ)/(α − 1) − α μ_fixed) / ε(α)⌋`` over the admissible orders (0 if
+    none fits), where ``fixed_mu`` is the summed μ of plain Gaussian releases made beside
+    them (their RDP at order α is α μ: the clip diagnostics).
 
     Examples
     --------
@@ -196,6 +200,6 @@ def barker_max_iterations(eps: float, delta: float, n_data: int, batch_size: int
     n_data, batch_size = _check_batch(n_data, batch_size)
     orders, rdp = _barker_rdp_curve(n_data, batch_size)
     orders = np.asarray(orders, dtype=float)
-    room = eps - math.log(1.0 / delta) / (orders - 1.0)
+    room = eps - math.log(1.0 / delta) / (orders - 1.0) - orders * float(fixed_mu)
     k = np.floor(room / np.asarray(rdp) * (1 - 1e-12))
     return int(max(0.0, float(np.max(k))))

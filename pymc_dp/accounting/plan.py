@@ -15,8 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.accounting.events import GaussianEvent
+from pymc_dp.accounting.gaussian import noise_multiplier_for_mu
+from pymc_dp.kernels.clip_diagnostics import check_windows
 
-__all__ = ["WarmupPlan"]
+__all__ = ["ClipDiagnostics", "DEFAULT_CLIP_DIAGNOSTICS_SHARE", "WarmupPlan"]
+
+#: The share of the Gaussian μ a budget buys that clip diagnostics spend by default: 5 %,
+#: so the sampler keeps 95 % (its noise sd grows by 1/√0.95 − 1 ≈ 2.6 %; with the default
+#: warm-up's 50 % it keeps 45 % instead of 50 %: √(0.5/0.45) − 1 ≈ 5.4 %).
+DEFAULT_CLIP_DIAGNOSTICS_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -103,3 +110,80 @@ class WarmupPlan:
             for row in self.noise_multipliers(chain_mu)
             for (name, sens), z in zip(names, row)
         ]
+
+
+@dataclass(frozen=True)
+class ClipDiagnostics:
+    """An opt-in private release of how much a sampler clipped (``clip_diagnostics=``).
+
+    Each chain's sampling iterations are split into ``windows`` contiguous windows; at the
+    end of each the chain releases the number of per-datum terms its clipped sums clipped
+    in that window, with Gaussian noise (sensitivity: the window's clipped-sum releases;
+    :mod:`pymc_dp.kernels.clip_diagnostics`). The noise is set from public numbers so
+    that the diagnostics of a run cost ``share`` of the Gaussian μ its budget (ε, δ) buys;
+    the sampler's noise is calibrated for the rest, and the whole run still costs at most
+    (ε, δ). Read the result with :func:`pymc_dp.results.clipped_fractions`.
+
+    Parameters
+    ----------
+    windows : int
+        Windows per chain, ``1 ≤ windows ≤ draws``.
+    share : float
+        The share of the run's Gaussian μ (for the DP penalty and DP HMC, exactly the
+        share of the μ the run spends) that the diagnostics spend, in (0, 1); default 5 %.
+
+    Examples
+    --------
+    >>> diag = ClipDiagnostics(windows=4)
+    >>> round(diag.noise_multiplier(chain_mu=0.02), 2)  # 4 windows at μ = 0.05 · 0.02
+    44.72
+    >>> [(e.name, e.count) for e in diag.events(chain_mu=0.02)]
+    [('clip diagnostics', 4)]
+    """
+
+    windows: int = 4
+    share: float = DEFAULT_CLIP_DIAGNOSTICS_SHARE
+
+    def __post_init__(self):
+        object.__setattr__(self, "windows", check_windows(self.windows))
+        share = self.share
+        if isinstance(share, bool) or not isinstance(share, int | float | np.floating) or not (
+            0.0 < float(share) < 1.0
+        ):
+            raise ValueError(f"clip_diagnostics share must lie in (0, 1), got {share!r}")
+        object.__setattr__(self, "share", float(share))
+
+    def mu(self, chain_mu: float) -> float:
+        """The μ one chain's diagnostics spend, of a chain allotment ``chain_mu``."""
+        return self.share * chain_mu
+
+    def noise_multiplier(self, chain_mu: float) -> float:
+        """z of every window: ``windows`` releases of multiplier z cost :meth:`mu`."""
+        return noise_multiplier_for_mu(self.windows, self.mu(chain_mu))
+
+    def events(self, chain_mu: float) -> list[GaussianEvent]:
+        """One chain's diagnostic releases as ledger events."""
+        return [
+            GaussianEvent(
+                name="clip diagnostics",
+                count=self.windows,
+                noise_multiplier=self.noise_multiplier(chain_mu),
+                sensitivity="the window's clipped-sum releases (count of clipped terms, "
+                "1 per release; replace-one)",
+            )
+        ]
+
+
+def clip_diagnostics_setting(value) -> ClipDiagnostics | None:
+    """``clip_diagnostics=`` as a :class:`ClipDiagnostics` (None: off); an int is the
+    number of windows. Public arguments only: raises ``ValueError`` on bad input."""
+    if value is None:
+        return None
+    if isinstance(value, ClipDiagnostics):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(
+            "clip_diagnostics must be None (off), an int >= 1 (windows per chain) or a "
+            f"pymc_dp.ClipDiagnostics, got {value!r}"
+        )
+    return ClipDiagnostics(windows=int(value))

@@ -39,7 +39,11 @@ import numpy as np
 from scipy import optimize, special
 
 from pymc_dp.kernels.clipping import clipped_scalars
-from pymc_dp.kernels.minibatch_penalty import batch_estimate, draw_batch
+from pymc_dp.kernels.minibatch_penalty import (
+    batch_estimate,
+    draw_batch,
+    fresh_batch_clipped_count,
+)
 from pymc_dp.kernels.penalty import _finite_or_reject
 
 __all__ = [
@@ -195,8 +199,13 @@ def barker_transition(
     batch_size: int,
     tempering: float,
     vcorr: VCorr,
+    count_clipped: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, float, BarkerInfo]:
     """One DP Barker test of ``q_proposed``: exactly one noisy release (see the module docs).
+
+    ``count_clipped``, if given, is called with the number of terms clipped at this move on
+    a batch of its own (:func:`~pymc_dp.kernels.minibatch_penalty.fresh_batch_clipped_count`;
+    private: for the clip diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
 
     Returns the new point, its log prior and the public info of the iteration.
     """
@@ -204,10 +213,15 @@ def barker_transition(
         return q, logprior_q, BarkerInfo(False, -math.inf, 0.0)
     n0 = n_data * tempering
     rows = draw_batch(rng, n_data, batch_size)
-    with np.errstate(invalid="ignore"):  # inf − inf between diverged log-likelihoods: clipped to 0
-        ratios = clipped_scalars(
-            loglik_rows(q_proposed, rows) - loglik_rows(q, rows), math.sqrt(batch_size) / n0
-        )
+    # inf − inf between diverged log-likelihoods (clipped to 0), or an overflow (to ±bound)
+    with np.errstate(over="ignore", invalid="ignore"):
+        differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    ratios = clipped_scalars(differences, math.sqrt(batch_size) / n0)
+    if count_clipped is not None:
+        count_clipped(fresh_batch_clipped_count(
+            rng, loglik_rows, q_proposed, q, n_data=n_data, batch_size=batch_size,
+            bound=math.sqrt(batch_size) / n0,
+        ))
     estimate, variance = batch_estimate(ratios, n0 / batch_size)  # variance ≤ 1 by the clip
     noise_sd = math.sqrt(max(BARKER_NOISE_VARIANCE - variance, 0.0))
     release = estimate + noise_sd * rng.standard_normal()  # the release

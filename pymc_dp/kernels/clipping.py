@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["clipped_scalars", "clipped_sum", "clipped_vector_sum"]
+__all__ = [
+    "clipped_count", "clipped_row_count", "clipped_scalars", "clipped_sum", "clipped_vector_sum",
+]
 
 
 def clipped_sum(values: np.ndarray, bound: float) -> float:
@@ -65,3 +67,36 @@ def clipped_vector_sum(values: np.ndarray, bound: float) -> np.ndarray:
         scale = np.where(finite, bound / np.maximum(np.sqrt(squared), bound), 0.0)
         rows = np.where(finite[:, None], values * scale[:, None], 0.0)
     return rows.sum(axis=0)
+
+
+def clipped_count(values: np.ndarray, bound: float) -> int:
+    """How many scalars :func:`clipped_scalars` clamps: ``|v_j| > bound`` or not finite.
+
+    Non-finite terms count as clipped (they are clamped: ``±inf`` to ``±bound``, NaN to 0).
+    The reference of the compiled count of the clip diagnostics
+    (:mod:`pymc_dp.kernels.clip_diagnostics`). Private: released only with noise.
+
+    Examples
+    --------
+    >>> clipped_count(np.array([0.5, -3.0, np.inf, np.nan, 1.0]), 1.0)
+    3
+    """
+    with np.errstate(invalid="ignore"):
+        return int(np.count_nonzero(~(np.abs(np.asarray(values, dtype=float)) <= bound)))
+
+
+def clipped_row_count(values: np.ndarray, bound: float) -> int:
+    """How many rows :func:`clipped_vector_sum` scales down or zeroes: ``‖v_j‖₂ > bound``,
+    or a non-finite row (or one whose squared norm overflows).
+
+    Examples
+    --------
+    >>> clipped_row_count(np.array([[3.0, 4.0], [0.0, 0.0], [np.nan, 1.0], [0.3, 0.4]]), 1.0)
+    2
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"values must be a 2-d array (n, d), got shape {values.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.sum(values * values, axis=1))
+        return int(np.count_nonzero(~(norms <= bound)))

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.kernels.clipping import clipped_scalars
+from pymc_dp.kernels.clipping import clipped_count, clipped_scalars
 from pymc_dp.kernels.penalty import _finite_or_reject, public_move_is_finite
 
 __all__ = [
     "MinibatchInfo",
     "batch_estimate",
     "draw_batch",
+    "fresh_batch_clipped_count",
     "minibatch_penalty_transition",
     "minibatch_sensitivity",
 ]
@@ -52,6 +53,42 @@ def draw_batch(rng: np.random.Generator, n_data: int, batch_size: int) -> np.nda
     (4, True, True)
     """
     return rng.choice(n_data, size=batch_size, replace=False)
+
+
+def fresh_batch_clipped_count(
+    rng: np.random.Generator,
+    loglik_rows: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    q_proposed: np.ndarray,
+    q: np.ndarray,
+    *,
+    n_data: int,
+    batch_size: int,
+    bound: float,
+) -> int:
+    """The clip diagnostics' count at one move of a minibatch step, on a batch of its own.
+
+    How many of ``batch_size`` log-likelihood ratio terms ``ℓ_j(θ') − ℓ_j(θ)`` exceed
+    ``bound`` (or are not finite), on rows drawn afresh: never on the batch the step's
+    release reads. That release is private only on average over its secret batch
+    (amplification by subsampling); a count of the same batch would tell something about
+    which rows it held, and their composition would need a joint analysis. A batch of its
+    own shares no hidden randomness with the release that the release's guarantee depends
+    on, so the two compose as any two mechanisms (docs/steps.md, "Clip diagnostics").
+    One person is in this batch at most once: the count has sensitivity 1 (replace-one).
+    Private: released only with noise (:mod:`pymc_dp.kernels.clip_diagnostics`).
+
+    Examples
+    --------
+    >>> rows_loglik = lambda q, rows: q[0] * np.asarray(rows, dtype=float)
+    >>> fresh_batch_clipped_count(np.random.default_rng(0), rows_loglik, np.array([1.0]),
+    ...                           np.array([0.0]), n_data=10, batch_size=10, bound=4.5)
+    5
+    """
+    rows = draw_batch(rng, n_data, batch_size)
+    # (no warning whose presence would depend on the rows: inf − inf, overflow)
+    with np.errstate(over="ignore", invalid="ignore"):
+        differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    return clipped_count(differences, bound)
 
 
 def batch_estimate(clipped: np.ndarray, scale: float) -> tuple[float, float]:
@@ -119,6 +156,7 @@ def minibatch_penalty_transition(
     tempering: float,
     clip_bound: float,
     noise_multiplier: float,
+    count_clipped: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, float, MinibatchInfo]:
     """One minibatch DP penalty accept/reject of ``q_proposed``: exactly one noisy release.
 
@@ -127,6 +165,9 @@ def minibatch_penalty_transition(
     prior and the public info of the iteration. A proposal whose acceptance is not a finite
     number is rejected, before the batch is read when public values already say so
     (:mod:`pymc_dp.kernels.penalty`, "Huge moves are rejections, never errors").
+    ``count_clipped``, if given, is called with the number of terms clipped at this move on
+    a batch of its own (:func:`fresh_batch_clipped_count`; private: for the clip
+    diagnostics, :mod:`pymc_dp.kernels.clip_diagnostics`).
     """
     with np.errstate(over="ignore", invalid="ignore"):
         distance = float(np.linalg.norm(q_proposed - q))
@@ -138,7 +179,16 @@ def minibatch_penalty_transition(
     if not public_move_is_finite(q_proposed, noise_sd):
         return q, logprior_q, MinibatchInfo(False, -np.inf, noise_sd)
     rows = draw_batch(rng, n_data, batch_size)
-    ratios = clipped_scalars(loglik_rows(q_proposed, rows) - loglik_rows(q, rows), clip_bound * distance)
+    # inf − inf between diverged log-likelihoods (NaN: clipped to 0), or a difference that
+    # overflows (clipped to ±bound): no warning, whose presence would depend on the batch
+    with np.errstate(over="ignore", invalid="ignore"):
+        differences = loglik_rows(q_proposed, rows) - loglik_rows(q, rows)
+    ratios = clipped_scalars(differences, clip_bound * distance)
+    if count_clipped is not None:
+        count_clipped(fresh_batch_clipped_count(
+            rng, loglik_rows, q_proposed, q, n_data=n_data, batch_size=batch_size,
+            bound=clip_bound * distance,
+        ))
     estimate, variance = batch_estimate(ratios, n_data * tempering / batch_size)
     release = estimate - 0.5 * variance + noise_sd * rng.standard_normal()  # the release
     logprior_proposed = logprior_fn(q_proposed)

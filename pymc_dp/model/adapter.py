@@ -32,6 +32,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 
 from pymc_dp.model.per_datum_gradients import (
+    clipped_scalar_count,
     clipped_scalar_sum,
 )
 from pymc_dp.model.data import data_containers, data_dependent_deterministics, numeric_value
@@ -173,6 +174,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         self._compile_kwargs = dict(compile_kwargs)
         self._gradient_fn = None  # compiled on first use: see compile_gradients
         self._forward_gradient_fn = None  # reverse mode's fallback, compiled if ever needed
+        self._counted_gradient_fns = None  # both, with the count of clipped rows (diagnostics)
         self._gradient_rows_fn = None  # the warm-up's per-datum gradients (gradient_rows)
         self._prior_gradient_fn = None
         self._prior_quantiles = None  # plausible_start's, drawn on first use
@@ -186,6 +188,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         )
         self._loglik_fn.trust_input = True
         self._ratio_fn = None  # clipped_ratio's, compiled on first use
+        self._ratio_count_fn = None  # with the count of clipped terms (clip diagnostics)
         self._prior_fn = pm_compile([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
         self._probe_rows_are_independent()
@@ -203,8 +206,8 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         )
 
     def clipped_ratio(
-        self, q: np.ndarray, current: np.ndarray, bound: float
-    ) -> tuple[np.ndarray, float]:
+        self, q: np.ndarray, current: np.ndarray, bound: float, count: bool = False
+    ) -> tuple[np.ndarray, float] | tuple[np.ndarray, float, int]:
         """``(ℓ(θ'), Σ_j clip_b(ℓ_j(θ') − current_j))`` at ``q`` = θ', in one compiled pass.
 
         ``current`` is :meth:`loglik` at the chain's point θ (cached by the caller); the sum
@@ -213,6 +216,11 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         The difference, the clamp and the sum run inside the compiled function, fused with
         the log-likelihood's own loop: no n-length array besides ``ℓ(θ')`` itself, which
         becomes the next cache if θ' is accepted. Both outputs are private.
+
+        ``count=True`` also returns how many terms were clamped (``|r_j| > b`` or not
+        finite; reference :func:`~pymc_dp.kernels.clipping.clipped_count`), counted in the
+        same compiled loop (a second compiled function, used only by the clip
+        diagnostics). Private too: released only with noise.
 
         Examples
         --------
@@ -226,39 +234,48 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         >>> new, ratio = pmodel.clipped_ratio(np.array([1.0]), current, 2.0)
         >>> round(ratio, 6)  # the three differences −0.5, 0.5, 4.5 clamped to [−2, 2]
         2.0
+        >>> pmodel.clipped_ratio(np.array([1.0]), current, 2.0, count=True)[2]  # 4.5 only
+        1
         """
         if not (np.isfinite(bound) and bound >= 0):
             raise ValueError(f"bound must be a finite number >= 0, got {bound!r}")
-        if self._ratio_fn is None:
+        fn = self._ratio_count_fn if count else self._ratio_fn
+        if fn is None:
             per_datum = self._per_datum_graph
             cache = pt.vector("current_loglik", dtype=per_datum.dtype)
             # The clamp and the sum in float64 whatever floatX is: in float32 the bound
             # would be rounded (up, sometimes) and the sum rounded to a step that grows with
             # n, and a person could move the released sum by more than 2b.
             clip = pt.scalar("ratio_clip", dtype="float64")
-            ratio = clipped_scalar_sum(
-                pt.cast(per_datum, "float64") - pt.cast(cache, "float64"), clip
-            )
-            self._ratio_fn = pm_compile(
+            difference = pt.cast(per_datum, "float64") - pt.cast(cache, "float64")
+            outputs = [per_datum, clipped_scalar_sum(difference, clip)]
+            if count:
+                outputs.append(clipped_scalar_count(difference, clip))
+            fn = pm_compile(
                 [self._q, cache, clip, *self._placeholders],
-                [per_datum, ratio],
+                outputs,
                 on_unused_input="ignore",
                 **self._compile_kwargs,
             )
-            self._ratio_fn.trust_input = True
+            fn.trust_input = True
+            if count:
+                self._ratio_count_fn = fn
+            else:
+                self._ratio_fn = fn
         dtype = self._per_datum_graph.dtype
         current = np.asarray(current, dtype=dtype)
         if current.shape != (self.n_data,):
             raise ValueError(f"current must have shape ({self.n_data},), got {current.shape}")
-        loglik, ratio = withholding_details(
+        out = withholding_details(
             "the clipped log-likelihood ratio",
-            self._ratio_fn,
+            fn,
             np.asarray(q, dtype=self._q.dtype),
             current,
             np.asarray(bound, dtype="float64"),
             *self._data_values,
         )
-        return loglik, float(require_float64(ratio, "The clipped log-likelihood ratio"))
+        loglik, ratio = out[0], float(require_float64(out[1], "The clipped log-likelihood ratio"))
+        return (loglik, ratio, int(out[2])) if count else (loglik, ratio)
 
     def logprior(self, q: np.ndarray) -> float:
         """Public log prior density of ``q`` on the value space (Jacobians included)."""

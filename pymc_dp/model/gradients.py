@@ -16,6 +16,7 @@ from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of row
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.per_datum_gradients import (
+    clipped_row_count,
     clipped_row_sum,
     forward_columns,
     reverse_columns,
@@ -31,7 +32,7 @@ __all__ = ["Gradients"]
 class Gradients:
     """Gradients of :class:`~pymc_dp.model.PrivateModel` (a mixin)."""
 
-    def compile_gradients(self, method: str = "auto") -> None:
+    def compile_gradients(self, method: str = "auto", count: bool = False) -> None:
         """Compile :meth:`clipped_gradient` now (it is otherwise compiled on first use).
 
         Steps that need gradients call this at construction, so that a model they cannot
@@ -51,6 +52,9 @@ class Gradients:
             memory allocator (``benchmarks/per_datum_gradients.py``), which is why "auto"
             does not.
             The choice reads no data. Stored in :attr:`gradient_method`.
+        count : bool
+            Also compile the functions of ``clipped_gradient(..., count=True)`` (the clip
+            diagnostics), by the same method.
 
         Raises
         ------
@@ -62,6 +66,8 @@ class Gradients:
         if method not in ("auto", "reverse", "forward"):
             raise ValueError(f"method must be 'auto', 'reverse' or 'forward', got {method!r}")
         if self._gradient_fn is not None and method in ("auto", self.gradient_method):
+            if count and self._counted_gradient_fns is None:
+                self._compile_counted_gradients()
             return
         fn, chosen, may_fall_back = self._compiled_gradient_fn(method)
         if method == "reverse" and chosen != "reverse":
@@ -77,20 +83,36 @@ class Gradients:
             # the reverse function is installed: if it is refused, nothing is.
             self._forward_gradient_fn, _, _ = self._compiled_gradient_fn("forward")
         self._gradient_fn, self.gradient_method = fn, chosen
+        self._gradient_method_asked = method
+        self._counted_gradient_fns = None
+        if count:
+            self._compile_counted_gradients()
 
-    def _compiled_gradient_fn(self, method: str):
+    def _compile_counted_gradients(self) -> None:
+        """The gradient functions with the count of clipped rows as a fourth output, by the
+        method :meth:`compile_gradients` chose (and its forward fallback)."""
+        asked = getattr(self, "_gradient_method_asked", "auto")
+        fn, chosen, may_fall_back = self._compiled_gradient_fn(asked, count=True)
+        if chosen != self.gradient_method:  # (the same graph choice: it reads no data)
+            fn, chosen, may_fall_back = self._compiled_gradient_fn(self.gradient_method, count=True)
+        forward = self._compiled_gradient_fn("forward", count=True)[0] if may_fall_back else None
+        self._counted_gradient_fns = (fn, forward)
+
+    def _compiled_gradient_fn(self, method: str, count: bool = False):
         """The compiled :meth:`_clipped_gradient_graph`, the method it uses, and whether it
         may need forward mode at some θ (reverse mode left Jacobian entries out)."""
-        inputs, outputs, chosen = self._clipped_gradient_graph(method)
+        inputs, outputs, chosen = self._clipped_gradient_graph(method, count=count)
         # on_unused_input: as for the log-likelihood (a per-datum pm.Data it does not read)
         fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
         fn.trust_input = True
         return fn, chosen, not isinstance(outputs[2], Constant)
 
     def _clipped_gradient_graph(
-        self, method: str = "forward", per_row: bool = False
+        self, method: str = "forward", per_row: bool = False, count: bool = False
     ) -> tuple[list[Variable], list[Variable], str]:
-        """Inputs ``[θ, b, *data]``, outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior, dropped]``.
+        """Inputs ``[θ, b, *data]``, outputs ``[Σ_j clip_b(∇ℓ_j), ∇ log prior, dropped]``
+        (and, with ``count``, the number of rows clipped:
+        :func:`~pymc_dp.model.per_datum_gradients.clipped_row_count`).
 
         ``method="forward"``: one Jacobian-vector product per coordinate of θ with the
         constant tangent e_k gives the column ``(∂ℓ_j/∂θ_k)_j`` (d passes over the data;
@@ -171,13 +193,15 @@ class Gradients:
             parameters={basis: np.eye(self.dim, dtype=q.dtype)},
         )
         # (the clip and the sums in float64 whatever floatX is: see clipped_ratio)
-        clipped = clipped_row_sum(
+        rows64 = (
             [pt.cast(c, "float64") for c in columns] if isinstance(columns, list)
-            else pt.cast(columns, "float64"),  # the (n, d) rows
-            bound,
+            else pt.cast(columns, "float64")  # the (n, d) rows
         )
+        clipped = clipped_row_sum(rows64, bound)
         chosen = "forward" if reverse is None else "reverse"
         outputs = [clipped, pt.dot(prior_grad, basis), dropped]
+        if count:
+            outputs.append(clipped_row_count(rows64, bound))
         return [q, bound, basis, *self._placeholders], outputs, chosen
 
     def _public_points(self, count: int, spread: float, seed: int = 7) -> list[np.ndarray]:
@@ -189,15 +213,18 @@ class Gradients:
         ]
 
     def clipped_gradient(
-        self, q: np.ndarray, bound: float, basis: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, q: np.ndarray, bound: float, basis: np.ndarray | None = None, count: bool = False
+    ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, int]:
         """``(Σ_j clip_b(Bᵀ∇_θ ℓ_j(θ)), Bᵀ∇_θ log prior(θ))`` at raveled point ``q``.
 
         The first array is private (sensitivity 2b under replace-one): never release it
         without noise. The second is the public prior gradient (Jacobians included). Both
         have shape ``(dim,)``. ``basis`` B (public, default the identity) gives the
         gradients in the coordinates u of ``θ = θ_0 + B u``, so the clip bounds the norm in
-        that metric. Compiled on first use (:meth:`compile_gradients`).
+        that metric. Compiled on first use (:meth:`compile_gradients`). ``count=True``
+        also returns the number of rows clipped (norm > b or not finite; reference
+        :func:`~pymc_dp.kernels.clipping.clipped_row_count`), from the same compiled pass
+        (private: the clip diagnostics release it with noise).
 
         Examples
         --------
@@ -212,7 +239,11 @@ class Gradients:
         """
         if not bound > 0:
             raise ValueError(f"bound must be > 0, got {bound!r}")
-        self.compile_gradients()
+        self.compile_gradients(count=count)
+        gradient_fn, forward_fn = (
+            self._counted_gradient_fns if count
+            else (self._gradient_fn, self._forward_gradient_fn)
+        )
         dtype = self._q.dtype
         basis = np.eye(self.dim, dtype=dtype) if basis is None else basis
         basis = np.ascontiguousarray(basis, dtype=dtype)
@@ -220,17 +251,14 @@ class Gradients:
             raise ValueError(f"basis must be a finite ({self.dim}, {self.dim}) matrix")
         args = (np.ascontiguousarray(q, dtype=dtype), np.asarray(bound, dtype="float64"), basis)
         what = "the clipped per-datum gradients"
-        clipped, prior_grad, dropped = withholding_details(
-            what, self._gradient_fn, *args, *self._data_values
-        )
-        if dropped != 0:
+        out = withholding_details(what, gradient_fn, *args, *self._data_values)
+        if out[2] != 0:
             # Reverse mode left out a Jacobian entry (zero at the public points it was
             # chosen at) that is not zero at this θ: recompute in forward mode (compiled
             # with the reverse function). Whether this happens depends on θ alone.
-            clipped, prior_grad, _ = withholding_details(
-                what, self._forward_gradient_fn, *args, *self._data_values
-            )
-        return require_float64(clipped, "The clipped gradient sum"), prior_grad
+            out = withholding_details(what, forward_fn, *args, *self._data_values)
+        clipped = require_float64(out[0], "The clipped gradient sum")
+        return (clipped, out[1], int(out[3])) if count else (clipped, out[1])
 
     def check_gradient_rows(self) -> None:
         """Build (not compile) the graph of :meth:`gradient_rows` and prove it row-local:

@@ -75,8 +75,8 @@ from pytensor.tensor.type import integer_dtypes
 from pymc_dp.model.row_locality import datum_axes, is_row_local
 
 __all__ = [
-    "ReverseColumns", "clipped_row_sum", "clipped_scalar_sum", "forward_columns", "linear_rule",
-    "reverse_columns",
+    "ReverseColumns", "clipped_row_count", "clipped_row_sum", "clipped_scalar_count",
+    "clipped_scalar_sum", "forward_columns", "linear_rule", "reverse_columns",
 ]
 
 _FLOATS = ("float16", "float32", "float64")
@@ -596,3 +596,22 @@ def clipped_scalar_sum(values: Variable, bound: Variable) -> Variable:
     clamped = pt.clip(values, -bound, bound)
     return pt.sum(pt.switch(pt.isnan(clamped), 0.0, clamped))
 
+
+
+def clipped_scalar_count(values: Variable, bound: Variable) -> Variable:
+    """How many of ``values`` :func:`clipped_scalar_sum` clamps: ``|v_j| > b`` or not
+    finite (reference: :func:`pymc_dp.kernels.clipping.clipped_count`). Fused with the sum
+    into the same loop over the data; private (the clip diagnostics add noise)."""
+    return pt.sum(pt.invert(pt.le(pt.abs(values), bound)), dtype="int64")
+
+
+def clipped_row_count(columns: list[Variable] | Variable, bound: Variable) -> Variable:
+    """How many rows :func:`clipped_row_sum` scales down or zeroes: ``‖g_j‖ > b``, or a
+    non-finite row (reference: :func:`pymc_dp.kernels.clipping.clipped_row_count`)."""
+    if not isinstance(columns, list):
+        squared = pt.sum(columns**2, axis=1)
+    else:
+        squared = columns[0] ** 2
+        for column in columns[1:]:
+            squared = squared + column**2
+    return pt.sum(pt.invert(pt.le(pt.sqrt(squared), bound)), dtype="int64")

@@ -5,9 +5,11 @@
 :func:`privacy_report` (:mod:`~pymc_dp.results.report`) says what it cost,
 :func:`epsilon_by_draw` (:mod:`~pymc_dp.results.spending`) what each chain had spent by
 each draw, and :func:`privacy_utility` (:mod:`~pymc_dp.results.utility`) the
-privacy–utility table of runs at several ε (drawn by :mod:`pymc_dp.plots`).
+privacy–utility table of runs at several ε (drawn by :mod:`pymc_dp.plots`), and
+:func:`clipped_fractions` (:mod:`~pymc_dp.results.diagnostics`) the clip diagnostics' table.
 """
 
+from pymc_dp.results.diagnostics import clipped_fractions
 from pymc_dp.results.sharing import NotReleasableWarning, declared_stats, release
 from pymc_dp.results.report import PrivacyReport, privacy_report
 from pymc_dp.results.sampling import StuckChainWarning, TemperedTargetWarning, sample
@@ -19,6 +21,7 @@ __all__ = [
     "PrivacyReport",
     "StuckChainWarning",
     "TemperedTargetWarning",
+    "clipped_fractions",
     "declared_stats",
     "epsilon_by_draw",
     "privacy_report",

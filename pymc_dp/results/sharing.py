@@ -95,7 +95,20 @@ def declared_stats() -> dict[str, dict[str, tuple]]:
     ['accept', 'accepted', 'clip_bound', 'dp_delta', 'dp_mu', 'dp_mu_chain',
      'dp_mu_shared_warmup', 'noise_multiplier', 'scaling']
     """
-    return {cls.__name__: dict(cls.stats_dtypes_shapes) for cls in _own_step_classes()}
+    return {
+        cls.__name__: {**cls.stats_dtypes_shapes, **cls.optional_stats_dtypes_shapes}
+        for cls in _own_step_classes()
+    }
+
+
+@functools.cache
+def _required_privacy_stats() -> dict[str, set[str]]:
+    """The privacy stats (``dp_``) every trace of each step records (not the optional ones,
+    e.g. the clip diagnostics', recorded only when asked for)."""
+    return {
+        cls.__name__: {name for name in cls.stats_dtypes_shapes if name.startswith("dp_")}
+        for cls in _own_step_classes()
+    }
 
 
 @functools.cache
@@ -203,7 +216,7 @@ def stats_owner(idata) -> tuple[str, bool] | None:
         )
     ]
     for step in fitting:
-        if {name for name in declared[step] if name.startswith("dp_")} <= set(shapes):
+        if _required_privacy_stats()[step] <= set(shapes):
             return step, True
     if fitting:
         return fitting[0], False

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from pymc.blocking import RaveledVars
+from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.sampling.parallel import _cpu_count
@@ -67,6 +67,12 @@ from pymc_dp.accounting.budget import check_share
 from pymc_dp.accounting.events import Event, GaussianEvent
 from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.accounting.guard import BudgetGuard
+from pymc_dp.accounting.plan import ClipDiagnostics, clip_diagnostics_setting
+from pymc_dp.kernels.clip_diagnostics import (
+    WindowedClipCounts,
+    check_windows,
+    diagnostic_windows,
+)
 from pymc_dp.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
 from pymc_dp.fixed_settings import FixedSettings
@@ -75,6 +81,7 @@ from pymc_dp.model import PrivateModel, data_dependent_deterministics
 __all__ = [
     "PrivateStep",
     "RunPlan",
+    "CLIP_DIAGNOSTIC_STATS",
     "SHARED_ARGUMENTS",
     "TraceCost",
     "check_runs_alone",
@@ -90,6 +97,7 @@ SHARED_ARGUMENTS = (
     "vars",
     "eps",
     "delta",
+    "clip_diagnostics",
     "chains",
     "ledger_dir",
     "budget",
@@ -115,6 +123,14 @@ def shared_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
 #: The numpydoc "Parameters" entries of the shared arguments, written once for every step
 #: (:func:`shared_parameter_docs`).
 _PARAMETER_DOCS = {
+    "diagnostics": """\
+clip_diagnostics : int or pymc_dp.ClipDiagnostics, optional
+    Off (``None``, the default: nothing is released and the draws are as without it). An
+    int k, or ``ClipDiagnostics(windows=k, share=...)``: split each chain's draws into k
+    windows and release, at the end of each, the number of per-datum terms the step
+    clipped in it, with Gaussian noise; it costs ``share`` (default 5 %) of the Gaussian μ
+    the budget buys, and the sampler's noise is calibrated for the rest. Read it with
+    :func:`pymc_dp.results.clipped_fractions` (docs/steps.md, "Clip diagnostics").""",
     "budget": """\
 eps : float
     Privacy budget ε (> 0) of this step object, for its whole life, all chains and tuning
@@ -139,7 +155,9 @@ blocked : bool
     Must be True (the default): the step updates all variables in one block, as separate
     per-variable steps would each need their own budget.""",
 }
-_PARAMETER_DOCS_LINE = re.compile(r"^( *)\{(budget|shared) parameters\}$", re.MULTILINE)
+_PARAMETER_DOCS_LINE = re.compile(
+    r"^( *)\{(budget|diagnostics|shared) parameters\}$", re.MULTILINE
+)
 
 
 def shared_parameter_docs(cls):
@@ -229,6 +247,20 @@ def shared_warmup_events(stats) -> list[Event]:
     return [GaussianEvent(name="warm-up for all chains", noise_multiplier=(2.0 * mu) ** -0.5)]
 
 
+#: The clip diagnostics' per-draw stats (:class:`~pymc_dp.ClipDiagnostics`), recorded only by
+#: a step built with ``clip_diagnostics`` on. All public: at the last draw of each window
+#: its index, noisy count of clipped terms, the terms examined (public), the noisy fraction
+#: and its noise sd (NaN at other draws); and the μ the chain's diagnostics spent so far.
+CLIP_DIAGNOSTIC_STATS = {
+    "dp_clip_window": (np.float64, []),
+    "dp_clip_count": (np.float64, []),
+    "dp_clip_terms": (np.float64, []),
+    "dp_clip_fraction": (np.float64, []),
+    "dp_clip_fraction_sd": (np.float64, []),
+    "dp_clip_mu_chain": (np.float64, []),
+}
+
+
 def last_draw(stats, name: str) -> np.ndarray:
     """A per-draw stat's value at the last draw of every chain (its running total)."""
     return np.ravel(stats[name].isel(draw=-1).values)
@@ -268,6 +300,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
     needs_continuous = True
     #: pure ε-DP steps (no δ): their budget and reports have δ = 0
     pure_dp = False
+    #: Stats a step records only when an option is on (the clip diagnostics': steps that
+    #: clip and can count it declare :data:`CLIP_DIAGNOSTIC_STATS` here). Releasable.
+    optional_stats_dtypes_shapes: dict = {}
     #: Attributes that define the mechanism or its accounting (noise, clip bounds, release
     #: counts, the budget and its ledger). Each class lists its own; together they are fixed
     #: once the step is built: only the step itself changes them (its calibration, its plan),
@@ -278,6 +313,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         "planned_chains",
         "guard",
         "private_model",
+        "clip_diagnostics",
     )
     _fixed_owner = "step"
     _fixed_reason = "a chain must run with the noise and sensitivity its reservation paid for."
@@ -288,6 +324,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         *,
         eps: float,
         delta: float | None = None,
+        clip_diagnostics: int | ClipDiagnostics | None = None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -300,6 +337,10 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         # Public arguments first: bad input fails before the model or its data is touched.
         # (the checked values are kept: a float subclass could change between two reads)
         eps = check_epsilon(eps)
+        self.clip_diagnostics = clip_diagnostics_setting(clip_diagnostics)
+        if self.clip_diagnostics is not None and not self.optional_stats_dtypes_shapes:
+            raise ValueError(f"{type(self).__name__} clips nothing: it takes no clip_diagnostics.")
+        self._check_clip_share()
         if delta is not None:
             delta = check_delta(delta)
         if not blocked:
@@ -343,6 +384,15 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self.run_id: str | None = None  # set by pymc_dp.sample, recorded with reservations
         self._chain: _ChainBudget | None = None
         self._last_q: np.ndarray | None = None  # the point this step last returned
+        self._clip_counts: WindowedClipCounts | None = None  # the chain's (private) counts
+        self._clip_mu_chain = 0.0
+        self._clip_mu_now = 0.0
+        if self.clip_diagnostics is not None:
+            # (PyMC reads a step's stats from the instance: these only when asked for)
+            self.stats_dtypes_shapes = {
+                **type(self).stats_dtypes_shapes, **self.optional_stats_dtypes_shapes
+            }
+            self.stats_dtypes = [{k: d for k, (d, _) in self.stats_dtypes_shapes.items()}]
 
         vars = self.private_model.value_vars
         shared = make_shared_replacements(initial_point, vars, model)
@@ -386,6 +436,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         state = self.__dict__.copy()
         state["_chain"] = None
         state["_last_q"] = None
+        state["_clip_counts"] = None
         return state
 
     @property
@@ -447,6 +498,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         default_draws, default_tune = self.default_length(chains)
         draws = default_draws if draws is None else check_int(draws, "draws")
         tune = default_tune if tune is None else check_int(tune, "tune", minimum=0)
+        self._check_clip_windows(draws)
         with self._changing_settings():
             self._calibrate(tune + draws, chains)
         events = self._chain_events(tune + draws)
@@ -473,6 +525,106 @@ class PrivateStep(FixedSettings, ArrayStepShared):
     def _plan_notes(self, iterations: int, chains: int) -> list[str]:
         """Lines a step adds to its :class:`RunPlan` (public numbers only)."""
         return []
+
+    # ------------------------------------------------------------------ clip diagnostics
+    def _clip_releases_per_iteration(self) -> int:
+        """The clipped-sum releases an iteration makes at most (the diagnostics count)."""
+        return 1
+
+    def _clip_releases_at_start(self) -> int:
+        """Clipped-sum releases a chain makes once, at its first iteration."""
+        return 0
+
+    def _clip_terms_per_release(self) -> int:
+        """The per-datum terms one clipped-sum release clips (n; a batch: its size)."""
+        return int(self.private_model.n_data)
+
+    def _clip_diagnostics_on(self) -> bool:
+        """Whether this chain's draws make clip diagnostic releases (not from the private
+        Laplace approximation, which clips nothing)."""
+        return self.clip_diagnostics is not None and not getattr(self, "_laplace", False)
+
+    def _clip_diagnostics_mu(self, chains: int) -> float:
+        """The μ one of ``chains`` chains spends on clip diagnostics: their share of the
+        chain's Gaussian allotment (0 when off)."""
+        if not self._clip_diagnostics_on():
+            return 0.0
+        return self.clip_diagnostics.mu(self._chain_mu_allotment(chains))
+
+    def _clip_diagnostic_events(self) -> list[Event]:
+        """One chain's clip diagnostic releases (none when off), for the planned chains."""
+        if not self._clip_diagnostics_on():
+            return []
+        return self.clip_diagnostics.events(self._chain_mu_allotment(self.planned_chains))
+
+    def _check_clip_share(self) -> None:
+        """Refuse diagnostics whose share, with the warm-up's (the private warm-up's
+        settings are made before the base constructor), leaves the sampler no μ. Public
+        arguments only: before any data is read."""
+        if self.clip_diagnostics is None:
+            return
+        warmup_share = self._warmup_share() if hasattr(self, "warmup") else 0.0
+        share = self.clip_diagnostics.share
+        if warmup_share + share >= 1.0:
+            raise ValueError(
+                f"clip_diagnostics share {share:g} with the warm-up's share "
+                f"{warmup_share:g} leaves {type(self).__name__}'s sampler nothing of the "
+                "budget (the two must sum to less than 1). Give a smaller share, e.g. "
+                "ClipDiagnostics(windows, share=0.05) (the default), or a smaller warm-up "
+                "share. Nothing was read or reserved."
+            )
+
+    def _check_clip_windows(self, draws: int) -> None:
+        if self.clip_diagnostics is not None:
+            check_windows(self.clip_diagnostics.windows, draws)
+
+    def _start_clip_diagnostics(self, tune: int, draws: int) -> None:
+        """The chain's window counts (after calibration: the noise is the plan's)."""
+        self._clip_mu_chain = 0.0
+        self._clip_mu_now = 0.0
+        self._clip_counts = None
+        if not self._clip_diagnostics_on():
+            return
+        (event,) = self._clip_diagnostic_events()
+        self._clip_counts = WindowedClipCounts(
+            diagnostic_windows(tune, draws, self.clip_diagnostics.windows),
+            noise_multiplier=event.noise_multiplier,
+            releases_per_iteration=self._clip_releases_per_iteration(),
+            releases_at_start=self._clip_releases_at_start(),
+            terms_per_release=self._clip_terms_per_release(),
+        )
+
+    def _count_clipped(self, clipped: int, releases: int = 1) -> None:
+        """Called by the step's counting functions with a release's count (private)."""
+        if self._clip_counts is not None:
+            self._clip_counts.add(clipped, releases)
+
+    def _clip_diagnostic_stats(self, iteration: int) -> dict[str, Any]:
+        """The diagnostics' stats after iteration ``iteration``: a window's release at its
+        last iteration (the noise drawn with the chain's generator), NaN elsewhere."""
+        if self.clip_diagnostics is None:
+            return {}
+        nan = float("nan")
+        stats = dict.fromkeys(
+            ("dp_clip_window", "dp_clip_count", "dp_clip_terms", "dp_clip_fraction",
+             "dp_clip_fraction_sd"), nan
+        )
+        self._clip_mu_now = 0.0
+        counts = self._clip_counts
+        released = None if counts is None else counts.end(iteration, self.rng)
+        if released is not None:
+            (event,) = self._clip_diagnostic_events()
+            self._clip_mu_now = event.mu / event.count
+            self._clip_mu_chain += self._clip_mu_now
+            stats.update(
+                dp_clip_window=float(released.window),
+                dp_clip_count=released.count,
+                dp_clip_terms=float(released.terms),
+                dp_clip_fraction=released.fraction,
+                dp_clip_fraction_sd=released.fraction_sd,
+            )
+        stats["dp_clip_mu_chain"] = self._clip_mu_chain
+        return stats
 
     def _progressbar_config(self, n_chains=1):
         """Refuse a run of more chains than the plan has left, then PyMC's bar settings.
@@ -597,6 +749,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         iterations = int(tune) + int(draws)
         self._chain = None
         self._last_q = None
+        self._clip_counts = None
+        self._check_clip_windows(int(draws))
         self._check_still_covers_the_model()
         check_data = getattr(self.private_model, "check_data_unchanged", None)
         if check_data is not None:
@@ -609,6 +763,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "step": type(self).__name__}
         self._chain = _ChainBudget(reserved=iterations, events=events, info=info)
         self._start_chain()
+        self._start_clip_diagnostics(int(tune), int(draws))
 
     def _check_fits(self, events: list[Event]) -> None:
         """Refuse a chain whose events do not fit in what the ledger has left (read only)."""
@@ -655,11 +810,19 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             # budget: the ledger refuses a budget changed in memory since the step was built
             self.guard.reserve(chain.events, budget=(self.epsilon, self.delta), **chain.info)
             chain.in_ledger = True
+        iteration = chain.done
         chain.done += 1
+        if self._clip_counts is not None:
+            self._clip_counts.begin(iteration)
         q_new, stats = self._transition(q0.data)
+        stats.update(self._clip_diagnostic_stats(iteration))
         stats.update(self._iteration_privacy_stats())
-        self._last_q = np.array(q_new, copy=True)
-        return RaveledVars(q_new, q0.point_map_info), [stats]
+        returned = RaveledVars(q_new, q0.point_map_info)
+        # The point as the chain will hold it, in each variable's dtype (PyMC casts it: with
+        # floatX = "float32" a float64 q_new is rounded), so that the next iteration's check
+        # compares like with like: any change another step makes to those values is seen.
+        self._last_q = DictToArrayBijection.map(DictToArrayBijection.rmap(returned)).data.copy()
+        return returned, [stats]
 
     def _check_still_covers_the_model(self) -> None:
         model_vars = [v.name for v in self.private_model.model.value_vars]

@@ -94,6 +94,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         The private warm-up that makes the Laplace approximation (default ``True``; docs/
         private-mcmc.md, "Settings chosen privately"). DP Barker's MCMC does not use it: its
         clip bound is fixed by the algorithm. ``False`` with ``method="auto"`` means MCMC.
+    {diagnostics parameters}
     {shared parameters}
 
     Examples
@@ -139,6 +140,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         method: str = "auto",
         warmup=True,
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -205,9 +207,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         key = (iterations, chains)
         if key not in self._batch_choices:
             self._batch_choices[key] = _largest_batch(
-                lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains,
-                iterations,
-                n,
+                lambda b: self._iterations_per_chain(b, chains), iterations, n
             )
         chosen, most = self._batch_choices[key]
         if chosen is None and most == 0:
@@ -235,7 +235,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         most 1000 per chain, a fifth of them tuning; if that batch buys fewer than 20, the
         most any batch buys. Public numbers only."""
         n = self.private_model.n_data
-        k = barker_max_iterations(self.epsilon, self.delta, n, min(n, 1000)) // chains
+        k = self._iterations_per_chain(min(n, 1000), chains)
         if k < 20:
             k = max(k, self._most_iterations(chains))
         k = int(np.clip(k, 1, 1000))
@@ -245,8 +245,24 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def max_iterations(self) -> int:
         """The most iterations, over all chains and tuning, that the whole budget allows."""
         return barker_max_iterations(
-            self.epsilon, self.delta, self.private_model.n_data, self.batch_size
+            self.epsilon, self.delta, self.private_model.n_data, self.batch_size,
+            fixed_mu=self._clip_mu_all(self.planned_chains),
         )
+
+    def _iterations_per_chain(self, batch_size: int, chains: int) -> int:
+        """The most iterations each of ``chains`` chains may run with batches of
+        ``batch_size``, beside the clip diagnostics' releases when on (public numbers)."""
+        return barker_max_iterations(
+            self.epsilon, self.delta, self.private_model.n_data, batch_size,
+            fixed_mu=self._clip_mu_all(chains),
+        ) // chains
+
+    def _clip_mu_all(self, chains: int) -> float:
+        """The μ of the clip diagnostics of ``chains`` chains (0 when off): Gaussian
+        releases beside the Barker tests, composed with them in RDP."""
+        if self.clip_diagnostics is None:  # (whatever the route: batch choices are cached)
+            return 0.0
+        return chains * self.clip_diagnostics.mu(self._chain_mu_allotment(chains))
 
     # ------------------------------------------------------------------ privacy plan
     def _calibrate(self, iterations: int, chains: int) -> None:
@@ -290,7 +306,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
                 n_data=self.private_model.n_data,
                 batch_size=self.batch_size,
             )
-        ]
+        ] + self._clip_diagnostic_events()
 
     # ------------------------------------------------------------------ sampling
     # Its noise is fixed (σ² = 2) and its budget bounds the iterations instead, checked when
@@ -303,9 +319,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def _most_iterations(self, chains: int) -> int:
         """About the most iterations per chain that any batch size buys (public numbers)."""
         n = self.private_model.n_data
-        _, most = _largest_batch(
-            lambda b: barker_max_iterations(self.epsilon, self.delta, n, b) // chains, 1, n
-        )
+        _, most = _largest_batch(lambda b: self._iterations_per_chain(b, chains), 1, n)
         return most
 
     def _chain_moves(self, iterations: int) -> float:
@@ -320,7 +334,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         if batch > n:
             return 0.0
         batch = max(batch, MIN_BARKER_BATCH)
-        k = barker_max_iterations(self.epsilon, self.delta, n, batch) // chains
+        k = self._iterations_per_chain(batch, chains)
         return _BARKER_EFFICIENCY * k / self.private_model.dim
 
     def _start_chain(self) -> None:
@@ -343,6 +357,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
             batch_size=self.batch_size,
             tempering=self.tempering,
             vcorr=self._vcorr,
+            count_clipped=None if self._clip_counts is None else self._count_clipped,
         )
         self._after(proposal, q_new, logprior_new, info.accepted)
         stats = {

@@ -15,7 +15,7 @@ from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.validation import check_fraction, check_int, check_positive
 from pymc_dp.kernels.hmc import HMCState, hmc_transition, noisy_gradient
-from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
+from pymc_dp.steps.base import CLIP_DIAGNOSTIC_STATS, shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.warmup import MCMC_MIN_MOVES, PrivateWarmup
 
@@ -162,6 +162,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
         but a run that would leave its chains frozen (under one expected move) is refused
         before reading data. ``"laplace"``: always draw from the approximation.
+    {diagnostics parameters}
     {shared parameters}
 
     Notes
@@ -212,6 +213,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     )
     _state_class = DPHMCState
     laplace_capable = True
+    optional_stats_dtypes_shapes = CLIP_DIAGNOSTIC_STATS
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -246,6 +248,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         adapt_mass_matrix: bool = False,
         warmup=True,
         method: str = "auto",
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -327,7 +330,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
 
         super().__init__(**shared_arguments(locals()))
         # Refuse a model without gradients now, before any chain reads the data.
-        self.private_model.compile_gradients()
+        self.private_model.compile_gradients(count=self.clip_diagnostics is not None)
         self._check_warmup_model()
         dim = self.private_model.dim
         self._inv_mass_given = inv_mass is not None
@@ -445,7 +448,7 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
     def _chain_events(self, iterations: int) -> list[GaussianEvent]:
         if self._laplace:
             return self._warmup_events()
-        return self._warmup_events() + [
+        return self._warmup_events() + self._clip_diagnostic_events() + [
             GaussianEvent(
                 name="gradient",
                 count=iterations * self.n_steps + 1,
@@ -525,10 +528,24 @@ class DPHMC(PrivateWarmup, GaussianPrivateStep):
         return noisy_gradient(
             self.rng,
             q,
-            self._view.clipped_gradient,
+            self._view.clipped_gradient if self._clip_counts is None else self._counted_gradient,
             clip_bound=self.grad_clip,
             noise_multiplier=self.grad_noise_multiplier,
         )
+
+    def _counted_gradient(self, q, bound):
+        """The clipped gradient with the clip diagnostics' count (one release: one count)."""
+        clipped, prior_grad, count = self._view.clipped_gradient(q, bound, count=True)
+        self._count_clipped(count)
+        return clipped, prior_grad
+
+    # The clip diagnostics count the gradients' clipped rows: L releases an iteration, and
+    # the start gradient at the chain's first.
+    def _clip_releases_per_iteration(self) -> int:
+        return int(self.n_steps)
+
+    def _clip_releases_at_start(self) -> int:
+        return 1
 
     def _transition(self, q: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         if self._laplace:

@@ -10,7 +10,7 @@ from pymc_dp.accounting.events import GaussianEvent
 from pymc_dp.accounting.gaussian import gaussian_mu, noise_multiplier_for_mu
 from pymc_dp.validation import check_positive
 from pymc_dp.kernels.penalty import PenaltyState, penalty_transition
-from pymc_dp.steps.base import shared_arguments, shared_parameter_docs
+from pymc_dp.steps.base import CLIP_DIAGNOSTIC_STATS, shared_arguments, shared_parameter_docs
 from pymc_dp.steps.gaussian import GAUSSIAN_PRIVACY_STATS, GaussianPrivateStep
 from pymc_dp.steps.proposals import TunedProposal
 from pymc_dp.steps.warmup import PrivateWarmup
@@ -69,6 +69,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
         but a run that would leave its chains frozen (under one expected move) is refused
         before reading data. ``"laplace"``: always draw from the approximation.
+    {diagnostics parameters}
     {shared parameters}
 
     Notes
@@ -96,6 +97,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         "clip_bound", "noise_multiplier", "_fixed_noise",
     )
     laplace_capable = True
+    optional_stats_dtypes_shapes = CLIP_DIAGNOSTIC_STATS
     stats_dtypes_shapes = {
         "accept": (np.float64, []),
         "accepted": (np.float64, []),
@@ -119,6 +121,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         warmup=True,
         method: str = "auto",
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -180,7 +183,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
                 noise_multiplier=self.noise_multiplier,
                 sensitivity="2·clip_bound·‖θ'−θ‖ (replace-one)",
             )
-        ]
+        ] + self._clip_diagnostic_events()
 
     # ------------------------------------------------------------------ sampling
     def _start_chain(self) -> None:
@@ -209,7 +212,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
             self.rng,
             state,
             proposal.q,
-            view.clipped_ratio,
+            view.clipped_ratio if self._clip_counts is None else self._counted_ratio,
             view.logprior,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
@@ -224,6 +227,12 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
             "noise_multiplier": self.noise_multiplier,
         }
         return view.theta(state.q), stats
+
+    def _counted_ratio(self, q, current, bound):
+        """The ratio function with the clip diagnostics' count (one release: one count)."""
+        loglik, ratio, clipped = self._view.clipped_ratio(q, current, bound, count=True)
+        self._count_clipped(clipped)
+        return loglik, ratio
 
     def _choose_settings(self) -> None:
         # the ratio's noise sd per unit of ‖θ' − θ‖ (in the sampler's coordinates)

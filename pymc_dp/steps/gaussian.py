@@ -102,7 +102,8 @@ class GaussianPrivateStep(PrivateStep):
         # The first iteration of a chain also reports what the chain released once before
         # it (warm-up, a start gradient): summed over a chain this is the reservation
         # exactly, so the trace alone gives the run's cost.
-        mu = self._mu_per_iteration() + self._mu_pending
+        # (and, at a window's end, the clip diagnostics' release: PrivateStep.astep)
+        mu = self._mu_per_iteration() + self._mu_pending + self._clip_mu_now
         self._mu_pending = 0.0
         self._mu_chain += mu
         return {

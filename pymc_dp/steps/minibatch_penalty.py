@@ -88,6 +88,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning` (no batch is released).
         ``"mcmc"`` runs the chain but refuses one that would freeze; ``"laplace"`` always
         draws from the approximation.
+    {diagnostics parameters}
     {shared parameters}
 
     Examples
@@ -138,6 +139,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         warmup=True,
         method: str = "auto",
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -197,7 +199,19 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         ]
 
     def _cost(self, releases: int, chains: int = 1) -> float:
-        return PrivacyLedger(self._events(releases) + self._warmups(chains)).epsilon(self.delta)
+        return PrivacyLedger(
+            self._events(releases) + self._warmups(chains) + self._clip_diagnostics_of(chains)
+        ).epsilon(self.delta)
+
+    def _clip_diagnostics_of(self, chains: int, calibrating: bool = False) -> list:
+        """The clip diagnostic events of ``chains`` chains (none when off). ``calibrating``:
+        whatever the route (a calibration is cached, and may be computed while the route
+        is chosen: it never leaves out releases the chains will make)."""
+        if calibrating and self.clip_diagnostics is not None:
+            events = self.clip_diagnostics.events(self._chain_mu_allotment(chains))
+        else:
+            events = self._clip_diagnostic_events()
+        return [replace(e, count=e.count * chains) for e in events]
 
     def _warmups(self, chains: int) -> list:
         """The warm-up events of ``chains`` chains."""
@@ -251,11 +265,13 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         """
         key = (iterations, chains, shared)
         if key not in self._calibrations:
-            fixed = list(self._shared_warmup_events) if shared else []
+            # (the clip diagnostics are plain Gaussian releases: no amplification claimed)
+            fixed = self._clip_diagnostics_of(chains, calibrating=True)
+            fixed += list(self._shared_warmup_events) if shared else []
             if self.warmup is not None and not shared:
                 # `chains` warm-ups of 1/chains of the run's μ: what one for all would cost
                 mu = self._mcmc_warmup_mu() / chains
-                fixed = [
+                fixed += [
                     replace(e, count=e.count * chains)
                     for e in self.warmup.events(mu / self.warmup.share)
                 ]
@@ -281,7 +297,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     def _chain_events(self, iterations: int) -> list:
         if self._laplace:
             return self._warmup_events()
-        return self._warmup_events() + self._events(iterations)
+        return self._warmup_events() + self._events(iterations) + self._clip_diagnostic_events()
 
     def _start_chain(self) -> None:
         super()._start_chain()
@@ -312,6 +328,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             tempering=self.tempering,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
+            count_clipped=None if self._clip_counts is None else self._count_clipped,
         )
         self._after(proposal, u_new, logprior_new, info.accepted)
         self._u = u_new

@@ -27,7 +27,12 @@ from pymc_dp.accounting.events import Event, GaussianEvent, SubsampledGaussianEv
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_fraction, check_int
 from pymc_dp.kernels.penalty import Proposal
-from pymc_dp.steps.base import PrivateStep, TraceCost, shared_arguments
+from pymc_dp.steps.base import (
+    CLIP_DIAGNOSTIC_STATS,
+    PrivateStep,
+    TraceCost,
+    shared_arguments,
+)
 from pymc_dp.steps.proposals import TunedProposal
 
 __all__ = [
@@ -47,7 +52,15 @@ SUBSAMPLED_PRIVACY_STATS = {
     "dp_delta": (np.float64, []),
     "dp_tempering": (np.float64, []),
     "dp_mu_shared_warmup": (np.float64, []),
+    # The μ the chain's clip diagnostics spent so far (0 when off). Recorded always: the
+    # sampler's own stats cannot show it (its releases are plain Gaussian ones beside the
+    # subsampled ones), so a trace without it must not give a cost (it is required).
+    "dp_clip_mu_chain": (np.float64, []),
 }
+
+
+#: The clip diagnostics' released values (not what defines the cost: dp_clip_mu_chain does)
+_RELEASED = frozenset(CLIP_DIAGNOSTIC_STATS) - {"dp_clip_mu_chain"}
 
 
 class SubsampledPrivateStep(TunedProposal, PrivateStep):
@@ -59,6 +72,13 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     """
 
     privacy_settings = ("batch_size", "tempering", "sampling_rate")
+    #: (dp_clip_mu_chain is one of SUBSAMPLED_PRIVACY_STATS: recorded whether on or off)
+    optional_stats_dtypes_shapes = {
+        k: v for k, v in CLIP_DIAGNOSTIC_STATS.items() if k not in SUBSAMPLED_PRIVACY_STATS
+    }
+
+    def _clip_terms_per_release(self) -> int:
+        return int(self.batch_size)
 
     def _draw_epsilon(self, stats) -> float:
         # Composed by the ledger (RDP): for a count rounded up to two significant digits, so
@@ -70,7 +90,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
     @classmethod
     def epsilon_from_stats(cls, stats, delta: float | None = None) -> float:
         # (exact for the count given; one dp-accounting composition per distinct count, cached)
-        stats = {k: v for k, v in stats.items() if k.startswith("dp_")}
+        stats = {k: v for k, v in stats.items() if k.startswith("dp_") and k not in _RELEASED}
         if delta is not None:
             stats["dp_delta"] = delta
         shared = float(stats.get("dp_mu_shared_warmup", 0.0))
@@ -84,7 +104,10 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         chains = _chain_events_from_stats(stats)
         if chains is None:
             return None
-        releases = [sum(e.count for e in events if e.name != "warm-up") for events in chains]
+        releases = [
+            sum(e.count for e in events if e.name not in ("warm-up", "clip diagnostics"))
+            for events in chains
+        ]
         tempering = (
             float(np.min(stats["dp_tempering"].values)) if "dp_tempering" in stats else 1.0
         )
@@ -102,6 +125,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         S=None,
         scaling: float | None = None,
         tune_interval: int = 100,
+        clip_diagnostics=None,
         chains: int | None = None,
         ledger_dir=None,
         budget=None,
@@ -181,6 +205,8 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
             "dp_delta": self.delta,
             "dp_tempering": self.tempering,
             "dp_mu_shared_warmup": self._mu_shared_warmup(),
+            # (this iteration's diagnostic release included: PrivateStep.astep)
+            "dp_clip_mu_chain": self._clip_mu_chain,
         }
 
 
@@ -191,7 +217,7 @@ def _chain_events_from_stats(stats) -> list[list[Event]] | None:
     are not from such a step.
     """
     names = set(stats.data_vars)
-    if not {"dp_releases_chain", "dp_batch_size", "dp_n_data"} <= names:
+    if not {"dp_releases_chain", "dp_batch_size", "dp_n_data", "dp_clip_mu_chain"} <= names:
         return None
     last = {k: np.ravel(stats[k].isel(draw=-1).values) for k in names if k.startswith("dp_")}
     chains = []
@@ -208,7 +234,13 @@ def _draw_cost(key: tuple, shared_mu: float) -> float:
     """ε at the draw's δ of :func:`_draw_events` for ``key`` (the draw's ``dp_`` stats as
     sorted pairs) and a shared warm-up of μ ``shared_mu``."""
     last = dict(key)
-    events = _draw_events(last) or []
+    events = _draw_events(last)
+    if events is None:
+        raise ValueError(
+            "These are not the privacy stats of a minibatch step (dp_releases_chain, "
+            "dp_batch_size, dp_n_data, dp_clip_mu_chain and its noise): no cost can be "
+            "computed from them."
+        )
     if shared_mu > 0:
         events.append(GaussianEvent(name="warm-up for all chains",
                                     noise_multiplier=(2.0 * shared_mu) ** -0.5))
@@ -219,6 +251,8 @@ def _draw_events(last) -> list[Event] | None:
     """A chain's events so far, from one draw's stats: ``dp_releases_chain`` (tuning
     included), ``dp_batch_size``, ``dp_n_data`` and ``dp_noise_multiplier`` (minibatch DP
     penalty) or ``dp_noise_variance`` (DP Barker), and the chain's own warm-up μ."""
+    if "dp_clip_mu_chain" not in last:
+        return None  # (required: without it the clip diagnostics' cost is unknown)
     count = int(last["dp_releases_chain"])
     n, b = int(last["dp_n_data"]), int(last["dp_batch_size"])
     if count == 0:
@@ -242,6 +276,12 @@ def _draw_events(last) -> list[Event] | None:
     else:
         return None
     events = [] if event is None else [event]
+    clip_mu = float(last["dp_clip_mu_chain"])
+    if clip_mu > 0:
+        # The clip diagnostics' windows: Gaussian releases, composed to one of their μ.
+        events.append(
+            GaussianEvent(name="clip diagnostics", noise_multiplier=(2.0 * clip_mu) ** -0.5)
+        )
     warmup_mu = float(last.get("dp_warmup_mu", 0.0))
     if warmup_mu > 0:
         # The warm-up's Gaussian releases compose to one of the same μ (exactly, in every

@@ -94,6 +94,20 @@ class LaplaceApproximationWarning(UserWarning):
     """The draws come from the private Laplace approximation, not from MCMC."""
 
 
+class ClipDiagnosticsUnusedWarning(UserWarning):
+    """A step built with ``clip_diagnostics`` draws from the private Laplace approximation:
+    nothing is clipped, so no clip diagnostic is released and none of the budget is spent
+    on them."""
+
+
+#: Its message (public: it depends on the step's settings only, never on the data).
+CLIP_DIAGNOSTICS_UNUSED = (
+    "{step}: clip_diagnostics is on, but the draws come from the private Laplace "
+    "approximation, which clips nothing: no clip diagnostics are released, and none of the "
+    "budget is spent on them (it all goes to the approximation)."
+)
+
+
 class WarmupNotConvergedWarning(UserWarning):
     """The private warm-up's last Newton steps were still long: it may be far from the mode."""
 
@@ -148,8 +162,10 @@ class AffineView:
     def loglik(self, u: np.ndarray) -> np.ndarray:
         return self.pmodel.loglik(self.theta(u))
 
-    def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float):
-        return self.pmodel.clipped_ratio(self.theta(u), current, bound)
+    def clipped_ratio(self, u: np.ndarray, current: np.ndarray, bound: float, count=False):
+        # (count only when asked: the model's function is called as before otherwise)
+        extra = {"count": True} if count else {}
+        return self.pmodel.clipped_ratio(self.theta(u), current, bound, **extra)
 
     def logprior(self, u: np.ndarray) -> float:
         return self.pmodel.logprior(self.theta(u))
@@ -157,8 +173,9 @@ class AffineView:
     def loglik_rows(self, u: np.ndarray, rows) -> np.ndarray:
         return self.pmodel.loglik_rows(self.theta(u), rows)
 
-    def clipped_gradient(self, u: np.ndarray, bound: float) -> tuple[np.ndarray, np.ndarray]:
-        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis)
+    def clipped_gradient(self, u: np.ndarray, bound: float, count: bool = False):
+        extra = {"count": True} if count else {}
+        return self.pmodel.clipped_gradient(self.theta(u), bound, self.basis, **extra)
 
 
 def _check_warmup(warmup) -> WarmupPlan | None:
@@ -263,15 +280,19 @@ class PrivateWarmup:
         """The μ a chain's sampler may spend: its allotment less the warm-up's share.
 
         With the Laplace approximation (``method="laplace"``) the warm-up spends it all.
+        Clip diagnostics, when on, take their share too.
         """
         mu = self._chain_mu_allotment(chains)
         if self._shared_warmup is not None:
             # The run's warm-up was paid once, before the chains (warm_up_for_run): a chain
             # keeps what it would have had for sampling, and the run still sums to μ_max.
             self._warmup_mu = 0.0
-            return 0.0 if self._laplace else (1.0 - self._warmup_share()) * mu
+            if self._laplace:
+                return 0.0
+            return (1.0 - self._warmup_share()) * mu - self._clip_diagnostics_mu(chains)
         self._warmup_mu = mu if self._laplace else self._warmup_share() * mu
-        return mu - self._warmup_mu
+        # (the clip diagnostics' share, when on: PrivateStep._clip_diagnostics_mu)
+        return mu - self._warmup_mu - self._clip_diagnostics_mu(chains)
 
     def _run_warmup_share(self) -> float:
         """The share of the whole run's μ a warm-up for all chains spends."""
@@ -507,8 +528,28 @@ class PrivateWarmup:
         wanted = np.ceil(moves * self.private_model.dim / RANDOM_WALK_EFFICIENCY)
         return int(np.clip(wanted, shortest, MAX_DEFAULT_ITERATIONS)) - tune, tune
 
+    def _clip_diagnostics_unused(self) -> bool:
+        """Whether a step with clip diagnostics on draws from the Laplace approximation
+        (then they release nothing and cost nothing): warns once when so."""
+        if self.clip_diagnostics is None or not self._laplace:
+            return False
+        self._warn_once(
+            CLIP_DIAGNOSTICS_UNUSED.format(step=type(self).__name__),
+            ClipDiagnosticsUnusedWarning,
+        )
+        return True
+
+    def _start_clip_diagnostics(self, tune: int, draws: int) -> None:
+        self._clip_diagnostics_unused()
+        super()._start_clip_diagnostics(tune, draws)
+
     def _plan_notes(self, iterations: int, chains: int) -> list[str]:
         notes = []
+        if self._clip_diagnostics_unused():
+            notes.append(
+                "clip diagnostics: none (the private Laplace approximation clips nothing: "
+                "nothing is released or spent for them)"
+            )
         if self.warmup is not None and (self._laplace or self._warmup_share() > 0):
             notes.append(
                 f"warm-up: {self.warmup.iterations} iterations, "

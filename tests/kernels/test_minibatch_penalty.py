@@ -146,3 +146,32 @@ def test_audit_of_one_full_batch_iteration_catches_noise_half_as_large(noise_fac
         _released(d, zz, 20_000, 3, n), _released(d_prime, zz, 20_000, 4, n), delta=delta
     )
     assert (found > claimed) is caught
+
+
+@pytest.mark.parametrize("worst", [-np.inf, 1e308])
+def test_diverged_batch_rows_raise_no_data_dependent_warning(worst):
+    # A row whose log-likelihood is -inf at both points (inf − inf: NaN, clipped to 0), or
+    # a difference that overflows: NumPy must not warn, as whether it warns would depend
+    # on which rows the batch holds (a side channel beside the noisy release).
+    n, b = 50, 10
+
+    def loglik_rows(theta, rows):
+        out = np.full(len(rows), -1.0) * float(theta[0])
+        if worst < 0:
+            out[rows < 25] = -np.inf  # diverged at every θ
+        else:
+            out[rows < 25] = worst if theta[0] > 0.5 else -worst  # the difference overflows
+        return out
+
+    import warnings
+
+    for seed in range(5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            counted = []
+            minibatch_penalty_transition(
+                np.random.default_rng(seed), np.array([0.0]), 0.0, np.array([1.0]),
+                loglik_rows, lambda q: 0.0, n_data=n, batch_size=b, tempering=1.0,
+                clip_bound=1.0, noise_multiplier=1.0, count_clipped=counted.append,
+            )
+        assert counted and counted[0] >= 1  # (the batch held diverged rows: all clipped)

@@ -154,7 +154,11 @@ def test_pymc_dp_sample_runs_exactly_one_private_step(regression_model):
 def test_release_keeps_exactly_the_stats_the_steps_declare():
     steps = (pymc_dp.DPPenalty, pymc_dp.DPHMC, pymc_dp.MinibatchDPPenalty, pymc_dp.DPBarker,
              pymc_dp.ABCDP)
-    assert declared_stats() == {s.__name__: s.stats_dtypes_shapes for s in steps}
+    # (and the stats recorded only when asked for: the clip diagnostics')
+    assert declared_stats() == {
+        s.__name__: {**s.stats_dtypes_shapes, **s.optional_stats_dtypes_shapes} for s in steps
+    }
+    assert not pymc_dp.ABCDP.optional_stats_dtypes_shapes
 
 
 @pytest.fixture(scope="module")

@@ -164,6 +164,23 @@ STEPS = {
         LENGTH,
         "sigma",
     ),
+    # The same steps with the clip diagnostics on (issue 17, item 4): three windows each,
+    # their releases reserved with the chain's and counted in its trace.
+    **{
+        f"{name}-clip_diagnostics": Case(
+            normal_model, lambda make=make: make(clip_diagnostics=3), LENGTH, "sigma"
+        )
+        for name, make in {
+            "DPPenalty": lambda **k: pymc_dp.DPPenalty(**PENALTY, **k),
+            "MinibatchDPPenalty": lambda **k: pymc_dp.MinibatchDPPenalty(
+                batch_size=20, **PENALTY, **k),
+            "DPBarker": lambda **k: pymc_dp.DPBarker(
+                eps=50.0, batch_size=20, scaling=0.1, method="mcmc", **HAND, **k),
+            "DPHMC": lambda **k: pymc_dp.DPHMC(
+                eps=20.0, grad_clip=3.0, loglik_clip=3.0, n_steps=2, step_size=0.05,
+                **HAND, **k),
+        }.items()
+    },
     # ABCDP: draws are accepted samples, tuning has no meaning for it
     "ABCDP": Case(
         simulator_model,

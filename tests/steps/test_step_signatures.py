@@ -38,6 +38,9 @@ TAIL_ANNOTATED = [  # PrivateStep's and ABCDP's own annotations
     for name, default, ann in TAIL
 ]
 BUDGET = [("eps", REQUIRED, "float"), ("delta", "None", "float | None")]
+# The clip diagnostics (issue 17, item 4): every step that clips, first of the shared tail.
+DIAG = [("clip_diagnostics", "None", NONE)]
+DIAG_ANNOTATED = [("clip_diagnostics", "None", "int | ClipDiagnostics | None")]
 PROPOSAL = [
     ("proposal", "'random_walk'", "str"),
     ("noise_multiplier", "None", "float | None"),
@@ -46,8 +49,8 @@ PROPOSAL = [
 ]
 
 SIGNATURES = {
-    PrivateStep: BUDGET + TAIL_ANNOTATED,
-    GaussianPrivateStep: BUDGET + TAIL_ANNOTATED,
+    PrivateStep: BUDGET + DIAG_ANNOTATED + TAIL_ANNOTATED,
+    GaussianPrivateStep: BUDGET + DIAG_ANNOTATED + TAIL_ANNOTATED,
     SubsampledPrivateStep: BUDGET + [
         ("batch_size", "None", "int | None"),
         ("tempering", "1.0", "float"),
@@ -55,12 +58,12 @@ SIGNATURES = {
         ("S", "None", NONE),
         ("scaling", "None", "float | None"),
         ("tune_interval", "100", "int"),
-    ] + TAIL,
+    ] + DIAG + TAIL,
     pymc_dp.DPPenalty: BUDGET + [("clip_bound", "None", "float | None")] + PROPOSAL + [
         ("warmup", "True", NONE),
         ("method", "'auto'", "str"),
         ("tune_interval", "100", "int"),
-    ] + TAIL,
+    ] + DIAG + TAIL,
     MinibatchDPPenalty: BUDGET + [
         ("batch_size", "None", "int | None"),
         ("clip_bound", "None", "float | None"),
@@ -69,7 +72,7 @@ SIGNATURES = {
         ("warmup", "True", NONE),
         ("method", "'auto'", "str"),
         ("tune_interval", "100", "int"),
-    ] + TAIL,
+    ] + DIAG + TAIL,
     DPBarker: BUDGET + [
         ("batch_size", "None", "int | None"),
         ("tempering", "1.0", "float"),
@@ -80,7 +83,7 @@ SIGNATURES = {
         ("method", "'auto'", "str"),
         ("warmup", "True", NONE),
         ("tune_interval", "100", "int"),
-    ] + TAIL,
+    ] + DIAG + TAIL,
     pymc_dp.DPHMC: BUDGET + [
         ("grad_clip", "None", "float | None"),
         ("loglik_clip", "None", "float | None"),
@@ -96,7 +99,7 @@ SIGNATURES = {
         ("adapt_mass_matrix", "False", "bool"),
         ("warmup", "True", NONE),
         ("method", "'auto'", "str"),
-    ] + TAIL,
+    ] + DIAG + TAIL,
     pymc_dp.ABCDP: [  # pure ε-DP: no delta
         ("eps", REQUIRED, "float"),
         ("threshold", REQUIRED, "float"),

@@ -122,6 +122,7 @@ def test_results_are_release_safe_and_report_their_cost(model, make_step):
         "dp_delta", "dp_tempering", MECHANISM_STAT[make_step.kind],
     }
     public |= {"dp_warmup_mu", "dp_mu_shared_warmup"}  # warm-up μ (public: from the budget)
+    public |= {"dp_clip_mu_chain"}  # the clip diagnostics' μ (0: off; required for the cost)
     if make_step.kind == "minibatch_penalty":  # the warm-up's clip bound (released)
         public |= {"clip_bound"}
     assert set(idata.sample_stats.data_vars) == public
