@@ -196,6 +196,11 @@ class WindowedClipCounts:
             (w for w, (a, b) in enumerate(self._windows) if a <= iteration < b), None
         )
 
+    @property
+    def counting(self) -> bool:
+        """Whether the running iteration lies in a window (public: its index alone)."""
+        return self._current is not None
+
     def add(self, clipped: int, releases: int = 1) -> None:
         """Record ``releases`` clipped-sum releases that clipped ``clipped`` terms in all."""
         if self._current is None:

@@ -594,6 +594,13 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             terms_per_release=self._clip_terms_per_release(),
         )
 
+    def _clip_counter(self):
+        """:meth:`_count_clipped` while the running iteration lies in a window, else None:
+        for the minibatch kernels, whose count costs a batch evaluation of its own (the
+        iteration, not the data, decides)."""
+        counts = self._clip_counts
+        return self._count_clipped if counts is not None and counts.counting else None
+
     def _count_clipped(self, clipped: int, releases: int = 1) -> None:
         """Called by the step's counting functions with a release's count (private)."""
         if self._clip_counts is not None:

@@ -357,7 +357,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
             batch_size=self.batch_size,
             tempering=self.tempering,
             vcorr=self._vcorr,
-            count_clipped=None if self._clip_counts is None else self._count_clipped,
+            count_clipped=self._clip_counter(),
         )
         self._after(proposal, q_new, logprior_new, info.accepted)
         stats = {

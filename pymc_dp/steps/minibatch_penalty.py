@@ -328,7 +328,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             tempering=self.tempering,
             clip_bound=self.clip_bound,
             noise_multiplier=self.noise_multiplier,
-            count_clipped=None if self._clip_counts is None else self._count_clipped,
+            count_clipped=self._clip_counter(),
         )
         self._after(proposal, u_new, logprior_new, info.accepted)
         self._u = u_new

@@ -252,8 +252,8 @@ def _record_reference(monkeypatch, name, windows):
             return real(self, q, bound, basis, count=count)
 
         monkeypatch.setattr(PrivateModel, "clipped_gradient", gradient)
-    else:  # the minibatch steps: per release, two row evaluations on the release's batch,
-        # then two on the count's own batch (fresh_batch_clipped_count)
+    else:  # the minibatch steps: per release in a window, two row evaluations on the
+        # release's batch, then two on the count's own batch (fresh_batch_clipped_count)
         real = PrivateModel.loglik_rows
         pending, batches = [], []
         live["batches"] = []
@@ -265,11 +265,12 @@ def _record_reference(monkeypatch, name, windows):
                 (q_new, rows_new, new), (q_old, rows_old, old) = pending
                 pending.clear()
                 assert np.array_equal(rows_new, rows_old)
+                if live["window"] is None:
+                    return out  # outside the windows nothing is counted
                 batches.append(rows_new)
                 if len(batches) % 2:
                     return out  # the release's own batch: not what the count reads
-                if live["window"] is not None:
-                    live["batches"].append((batches[-2], batches[-1]))
+                live["batches"].append((batches[-2], batches[-1]))
                 step = live["step"]
                 if name == "DPBarker":
                     bound = np.sqrt(step.batch_size) / (step.private_model.n_data * step.tempering)
