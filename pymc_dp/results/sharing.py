@@ -77,7 +77,8 @@ def releasable_names(model) -> list[str]:
 
 @functools.cache
 def declared_stats() -> dict[str, dict[str, tuple]]:
-    """The sample stats each of pymc_dp's steps declares: the only stats a release keeps.
+    """The sample stats each of pymc_dp's steps declares (with those it records only when an
+    option asks for them, e.g. the clip diagnostics'): the only stats a release keeps.
 
     Read from the step classes themselves (``stats_dtypes_shapes`` of every concrete
     :class:`~pymc_dp.steps.base.PrivateStep` subclass in :mod:`pymc_dp.steps`), so that a
@@ -92,8 +93,9 @@ def declared_stats() -> dict[str, dict[str, tuple]]:
     Examples
     --------
     >>> sorted(declared_stats()["DPPenalty"])  # doctest: +NORMALIZE_WHITESPACE
-    ['accept', 'accepted', 'clip_bound', 'dp_delta', 'dp_mu', 'dp_mu_chain',
-     'dp_mu_shared_warmup', 'noise_multiplier', 'scaling']
+    ['accept', 'accepted', 'clip_bound', 'dp_clip_count', 'dp_clip_fraction',
+     'dp_clip_fraction_sd', 'dp_clip_mu_chain', 'dp_clip_terms', 'dp_clip_window',
+     'dp_delta', 'dp_mu', 'dp_mu_chain', 'dp_mu_shared_warmup', 'noise_multiplier', 'scaling']
     """
     return {
         cls.__name__: {**cls.stats_dtypes_shapes, **cls.optional_stats_dtypes_shapes}

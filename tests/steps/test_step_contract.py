@@ -172,8 +172,10 @@ STEPS = {
         )
         for name, make in {
             "DPPenalty": lambda **k: pymc_dp.DPPenalty(**PENALTY, **k),
+            # (a smaller scale: at 0.1 this short chain accepts 0–1 of 15 proposals, and a
+            # chain that never moves gives the same draws for every seed)
             "MinibatchDPPenalty": lambda **k: pymc_dp.MinibatchDPPenalty(
-                batch_size=20, **PENALTY, **k),
+                batch_size=20, **{**PENALTY, "scaling": 0.03}, **k),
             "DPBarker": lambda **k: pymc_dp.DPBarker(
                 eps=50.0, batch_size=20, scaling=0.1, method="mcmc", **HAND, **k),
             "DPHMC": lambda **k: pymc_dp.DPHMC(
