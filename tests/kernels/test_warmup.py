@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from pymc_dp.testing.auditing import epsilon_lower_bound
-from pymc_dp.kernels.curvature import hessian_columns, hessian_curvature, noisy_matrix_sum
+from pymc_dp.kernels.curvature import (
+    CurvaturePool,
+    hessian_columns,
+    hessian_curvature,
+    noisy_matrix_sum,
+)
 from pymc_dp.kernels.warmup import (
     DEFAULT_GRID,
     SCALE_NOISE_ALLOWANCE,
@@ -177,6 +182,54 @@ def test_noise_never_narrows_a_direction_the_curvature_release_did_not_measure()
         old = np.linalg.eigvalsh(hessian_curvature(released, 0.0, s, noise_floor=0.05))
         narrowed += bool(np.any(old[:-1] > 1.5))
     assert narrowed > 100  # (what the rule prevents: the old one narrowed most draws)
+
+
+def test_pooled_curvature_noise_is_what_the_pool_says():
+    # Five releases of one curvature (chart coordinates), each in its own whitening W_s
+    # and with its own entry sd; pooled in the last one's coordinates. Over many pools
+    # the pooled entries centre on the truth there, and their spread is the sd the pool
+    # reports (a pool that claimed half its noise, or counted every release as made in
+    # the current metric, would fail).
+    rng = np.random.default_rng(3)
+    d = 4
+    a = rng.normal(size=(d, d))
+    truth = a @ a.T + d * np.eye(d)  # (on the chart's coordinates)
+    ws = [np.diag(rng.uniform(0.5, 2.0, d)) for _ in range(5)]
+    sds = [0.4, 0.3, 0.3, 0.2, 0.2]
+    off = np.triu_indices(d, 1)
+    errors, claimed = [], []
+    for _ in range(600):
+        pool = CurvaturePool()
+        chart = object()
+        for w, sd in zip(ws, sds):
+            released = _noisy_curvature(rng, w @ truth @ w.T, sd)
+            pooled, pooled_sd = pool.pooled(chart, w, released, sd)
+        here = ws[-1] @ truth @ ws[-1].T
+        errors.append((pooled - here)[off])
+        claimed.append(pooled_sd)
+    errors = np.asarray(errors)
+    assert np.abs(errors.mean(0)).max() < 4 * errors.std() / np.sqrt(len(errors))
+    # (‖A‖² bounds each release's noise: the claim may be conservative, never short)
+    ratio = errors.std(0) / np.mean(claimed)
+    assert np.all(ratio < 1.05) and np.all(ratio > 0.5)
+    # one release alone: its own sd, in the last coordinates
+    assert np.mean(claimed) < sds[-1]
+
+
+def test_a_new_chart_or_an_exact_release_starts_the_pool_afresh():
+    d = 3
+    pool, chart = CurvaturePool(), object()
+    h1, h2 = np.eye(d), 3.0 * np.eye(d)
+    pool.pooled(chart, np.eye(d), h1, 0.1)
+    pooled, sd = pool.pooled(chart, np.eye(d), h2, 0.1)
+    np.testing.assert_allclose(pooled, 2.0 * np.eye(d))
+    assert sd == pytest.approx(0.1 / np.sqrt(2.0))
+    pooled, sd = pool.pooled(object(), np.eye(d), h2, 0.1)  # (another chart)
+    np.testing.assert_allclose(pooled, h2)
+    assert sd == 0.1
+    pooled, sd = pool.pooled(chart, np.eye(d), h1, 0.0)  # (no noise: nothing to pool)
+    np.testing.assert_allclose(pooled, h1)
+    assert sd == 0.0
 
 
 def test_a_metric_too_narrow_for_its_noise_still_widens():
