@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "CONSISTENT_NOISE_LEVELS",
     "CurvaturePool",
     "RESOLVED_NOISE_LEVELS",
     "hessian_columns",
@@ -143,6 +144,11 @@ def hessian_curvature(
 RESOLVED_NOISE_LEVELS = 2.0
 
 
+#: How many times their noise's spectral norm two curvature releases may differ by and
+#: still be pooled (:class:`CurvaturePool`).
+CONSISTENT_NOISE_LEVELS = 1.5
+
+
 class CurvaturePool:
     """The curvature releases of the iterations near the mode, averaged (post-processing).
 
@@ -174,11 +180,22 @@ class CurvaturePool:
         self._entries.append((w_inv @ hess_sum @ w_inv.T, w_inv, float(noise_sd)))
         if len(self._entries) == 1 or not noise_sd > 0.0:
             return hess_sum, noise_sd
-        total, weight = np.zeros_like(hess_sum), 0.0
-        for h, w_inv_s, sd in self._entries:
+        d = len(hess_sum)
+        kept, total, weight = [], np.zeros_like(hess_sum), 0.0
+        for entry in self._entries:
+            h, w_inv_s, sd = entry
             a = w @ w_inv_s
             sd_here = sd * float(np.linalg.norm(a, 2)) ** 2
-            total += (w @ h @ w.T) / sd_here**2
+            here = w @ h @ w.T
+            # A release the current one disagrees with beyond both noises (the spectral
+            # norm of their difference against 2s√d, with a margin) was made where the
+            # curvature differs: it leaves the pool.
+            gap = float(np.linalg.norm(here - hess_sum, 2))
+            if gap > CONSISTENT_NOISE_LEVELS * 2.0 * np.hypot(sd_here, noise_sd) * np.sqrt(d):
+                continue
+            kept.append(entry)
+            total += here / sd_here**2
             weight += 1.0 / sd_here**2
+        self._entries = kept
         pooled = total / weight
         return 0.5 * (pooled + pooled.T), float(weight**-0.5)

@@ -216,13 +216,37 @@ def test_pooled_curvature_noise_is_what_the_pool_says():
     assert np.mean(claimed) < sds[-1]
 
 
+def test_a_release_made_where_the_curvature_differs_leaves_the_pool():
+    # Four releases of the same curvature are pooled; then the curvature along one
+    # direction grows tenfold (a rare covariate's coefficient moved, say): the next release
+    # disagrees with the old ones beyond their noise and pools alone, and the pool goes
+    # on from it. Pure noise almost never splits a pool.
+    rng = np.random.default_rng(5)
+    d, sd = 5, 0.05
+    w, chart = np.eye(d), object()
+    truth = np.eye(d)
+    split = 0
+    for _ in range(200):
+        pool = CurvaturePool()
+        for _ in range(4):
+            _, pooled_sd = pool.pooled(chart, w, _noisy_curvature(rng, truth, sd), sd)
+        split += pooled_sd > 0.75 * sd  # (four kept: sd/2)
+        moved = truth.copy()
+        moved[0, 0] = 10.0
+        release = _noisy_curvature(rng, moved, sd)
+        pooled, pooled_sd = pool.pooled(chart, w, release, sd)
+        np.testing.assert_allclose(pooled, release)
+        assert pooled_sd == sd
+    assert split <= 2
+
+
 def test_a_new_chart_or_an_exact_release_starts_the_pool_afresh():
     d = 3
     pool, chart = CurvaturePool(), object()
-    h1, h2 = np.eye(d), 3.0 * np.eye(d)
+    h1, h2 = np.eye(d), 1.1 * np.eye(d)  # (within their noise of each other)
     pool.pooled(chart, np.eye(d), h1, 0.1)
     pooled, sd = pool.pooled(chart, np.eye(d), h2, 0.1)
-    np.testing.assert_allclose(pooled, 2.0 * np.eye(d))
+    np.testing.assert_allclose(pooled, 1.05 * np.eye(d))
     assert sd == pytest.approx(0.1 / np.sqrt(2.0))
     pooled, sd = pool.pooled(object(), np.eye(d), h2, 0.1)  # (another chart)
     np.testing.assert_allclose(pooled, h2)
