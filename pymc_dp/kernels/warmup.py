@@ -547,6 +547,8 @@ def laplace_warmup(
             # spent, only their verdict is used).
             targets.pop()
             radius, here = retry, base
+            if near_mode:
+                pool.undo()
         else:
             if t > 1:
                 radius = min(trust_radius, 2.0 * radius)

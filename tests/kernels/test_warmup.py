@@ -240,6 +240,40 @@ def test_a_release_made_where_the_curvature_differs_leaves_the_pool():
     assert split <= 2
 
 
+def test_a_curvature_that_drifts_is_pooled_no_further_than_the_noise_the_pool_claims():
+    # Twelve releases while one entry's curvature grows a fraction of one release's noise
+    # level (2s√d) per iteration: the pool restarts when its mean falls behind by more than
+    # both noises explain, so the pooled entry's lag stays below the noise level the pool
+    # claims (which sets the floors of hessian_curvature). Gating each old release against
+    # the current one alone let the lag reach 1.6 times the claim.
+    rng = np.random.default_rng(0)
+    d, s = 5, 0.05
+    level = 2.0 * s * np.sqrt(d)
+    for step in (0.3, 0.7):
+        errors, claimed = [], []
+        for _ in range(200):
+            pool, chart = CurvaturePool(), object()
+            for k in range(12):
+                truth = np.eye(d)
+                truth[0, 0] += step * level * k
+                pooled, pooled_sd = pool.pooled(chart, np.eye(d), _noisy_curvature(rng, truth, s), s)
+            errors.append(abs(pooled[0, 0] - truth[0, 0]))
+            claimed.append(2.0 * pooled_sd * np.sqrt(d))
+        assert np.mean(errors) < np.mean(claimed) < level
+
+
+def test_a_step_taken_back_leaves_the_pool_as_it_was():
+    d, chart = 3, object()
+    pool = CurvaturePool()
+    for _ in range(3):
+        pool.pooled(chart, np.eye(d), np.eye(d), 0.1)
+    pool.pooled(chart, np.eye(d), 50.0 * np.eye(d), 0.1)  # (far: would restart the pool)
+    pool.undo()
+    pooled, sd = pool.pooled(chart, np.eye(d), np.eye(d), 0.1)
+    np.testing.assert_allclose(pooled, np.eye(d))
+    assert sd == pytest.approx(0.1 / 2.0)  # (four releases)
+
+
 def test_a_new_chart_or_an_exact_release_starts_the_pool_afresh():
     d = 3
     pool, chart = CurvaturePool(), object()
