@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_dp.kernels.curvature import (
+    CurvaturePool,
     hessian_columns,
     hessian_curvature,
     matrix_row_norms,
@@ -443,6 +444,7 @@ def laplace_warmup(
     near_mode = False
     damping, last_decrement = 1.0, np.inf
     curvature_noise = 0.0
+    pool = CurvaturePool()
     base, radius = None, trust_radius  # the last iterate whose step was kept
     for t, (z_norms, z_grad, z_hnorms, z_hess) in enumerate(zs):
         lift = chart.lift(q)
@@ -505,6 +507,8 @@ def laplace_warmup(
         hess_sum, hess_noise_sd = noisy_matrix_sum(
             rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )
+        if near_mode:  # (the curvature barely changes near the mode: pool its releases)
+            hess_sum, hess_noise_sd = pool.pooled(chart, w, hess_sum, hess_noise_sd)
         # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
         prior_white = w @ prior_hess @ w.T
         grad_white = grad_sum + w @ prior_grad
@@ -543,6 +547,8 @@ def laplace_warmup(
             # spent, only their verdict is used).
             targets.pop()
             radius, here = retry, base
+            if near_mode:
+                pool.undo()
         else:
             if t > 1:
                 radius = min(trust_radius, 2.0 * radius)

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from pymc_dp.testing.auditing import epsilon_lower_bound
-from pymc_dp.kernels.curvature import hessian_columns, hessian_curvature, noisy_matrix_sum
+from pymc_dp.kernels.curvature import (
+    CurvaturePool,
+    hessian_columns,
+    hessian_curvature,
+    noisy_matrix_sum,
+)
 from pymc_dp.kernels.warmup import (
     DEFAULT_GRID,
     SCALE_NOISE_ALLOWANCE,
@@ -177,6 +182,112 @@ def test_noise_never_narrows_a_direction_the_curvature_release_did_not_measure()
         old = np.linalg.eigvalsh(hessian_curvature(released, 0.0, s, noise_floor=0.05))
         narrowed += bool(np.any(old[:-1] > 1.5))
     assert narrowed > 100  # (what the rule prevents: the old one narrowed most draws)
+
+
+def test_pooled_curvature_noise_is_what_the_pool_says():
+    # Five releases of one curvature (chart coordinates), each in its own whitening W_s
+    # and with its own entry sd; pooled in the last one's coordinates. Over many pools
+    # the pooled entries centre on the truth there, and their spread is the sd the pool
+    # reports (a pool that claimed half its noise, or counted every release as made in
+    # the current metric, would fail).
+    rng = np.random.default_rng(3)
+    d = 4
+    a = rng.normal(size=(d, d))
+    truth = a @ a.T + d * np.eye(d)  # (on the chart's coordinates)
+    ws = [np.diag(rng.uniform(0.5, 2.0, d)) for _ in range(5)]
+    sds = [0.4, 0.3, 0.3, 0.2, 0.2]
+    off = np.triu_indices(d, 1)
+    errors, claimed = [], []
+    for _ in range(600):
+        pool = CurvaturePool()
+        chart = object()
+        for w, sd in zip(ws, sds):
+            released = _noisy_curvature(rng, w @ truth @ w.T, sd)
+            pooled, pooled_sd = pool.pooled(chart, w, released, sd)
+        here = ws[-1] @ truth @ ws[-1].T
+        errors.append((pooled - here)[off])
+        claimed.append(pooled_sd)
+    errors = np.asarray(errors)
+    assert np.abs(errors.mean(0)).max() < 4 * errors.std() / np.sqrt(len(errors))
+    # (‖A‖² bounds each release's noise: the claim may be conservative, never short)
+    ratio = errors.std(0) / np.mean(claimed)
+    assert np.all(ratio < 1.05) and np.all(ratio > 0.5)
+    # one release alone: its own sd, in the last coordinates
+    assert np.mean(claimed) < sds[-1]
+
+
+def test_a_release_made_where_the_curvature_differs_leaves_the_pool():
+    # Four releases of the same curvature are pooled; then the curvature along one
+    # direction grows tenfold (a rare covariate's coefficient moved, say): the next release
+    # disagrees with the old ones beyond their noise and pools alone, and the pool goes
+    # on from it. Pure noise almost never splits a pool.
+    rng = np.random.default_rng(5)
+    d, sd = 5, 0.05
+    w, chart = np.eye(d), object()
+    truth = np.eye(d)
+    split = 0
+    for _ in range(200):
+        pool = CurvaturePool()
+        for _ in range(4):
+            _, pooled_sd = pool.pooled(chart, w, _noisy_curvature(rng, truth, sd), sd)
+        split += pooled_sd > 0.75 * sd  # (four kept: sd/2)
+        moved = truth.copy()
+        moved[0, 0] = 10.0
+        release = _noisy_curvature(rng, moved, sd)
+        pooled, pooled_sd = pool.pooled(chart, w, release, sd)
+        np.testing.assert_allclose(pooled, release)
+        assert pooled_sd == sd
+    assert split <= 2
+
+
+def test_a_curvature_that_drifts_is_pooled_no_further_than_the_noise_the_pool_claims():
+    # Twelve releases while one entry's curvature grows a fraction of one release's noise
+    # level (2s√d) per iteration: the pool restarts when its mean falls behind by more than
+    # both noises explain, so the pooled entry's lag stays below the noise level the pool
+    # claims (which sets the floors of hessian_curvature). Gating each old release against
+    # the current one alone let the lag reach 1.6 times the claim.
+    rng = np.random.default_rng(0)
+    d, s = 5, 0.05
+    level = 2.0 * s * np.sqrt(d)
+    for step in (0.3, 0.7):
+        errors, claimed = [], []
+        for _ in range(200):
+            pool, chart = CurvaturePool(), object()
+            for k in range(12):
+                truth = np.eye(d)
+                truth[0, 0] += step * level * k
+                pooled, pooled_sd = pool.pooled(chart, np.eye(d), _noisy_curvature(rng, truth, s), s)
+            errors.append(abs(pooled[0, 0] - truth[0, 0]))
+            claimed.append(2.0 * pooled_sd * np.sqrt(d))
+        assert np.mean(errors) < np.mean(claimed) < level
+
+
+def test_a_step_taken_back_leaves_the_pool_as_it_was():
+    d, chart = 3, object()
+    pool = CurvaturePool()
+    for _ in range(3):
+        pool.pooled(chart, np.eye(d), np.eye(d), 0.1)
+    pool.pooled(chart, np.eye(d), 50.0 * np.eye(d), 0.1)  # (far: would restart the pool)
+    pool.undo()
+    pooled, sd = pool.pooled(chart, np.eye(d), np.eye(d), 0.1)
+    np.testing.assert_allclose(pooled, np.eye(d))
+    assert sd == pytest.approx(0.1 / 2.0)  # (four releases)
+
+
+def test_a_new_chart_or_an_exact_release_starts_the_pool_afresh():
+    d = 3
+    pool, chart = CurvaturePool(), object()
+    h1, h2 = np.eye(d), 1.1 * np.eye(d)  # (within their noise of each other)
+    pool.pooled(chart, np.eye(d), h1, 0.1)
+    pooled, sd = pool.pooled(chart, np.eye(d), h2, 0.1)
+    np.testing.assert_allclose(pooled, 1.05 * np.eye(d))
+    assert sd == pytest.approx(0.1 / np.sqrt(2.0))
+    pooled, sd = pool.pooled(object(), np.eye(d), h2, 0.1)  # (another chart)
+    np.testing.assert_allclose(pooled, h2)
+    assert sd == 0.1
+    pooled, sd = pool.pooled(chart, np.eye(d), h1, 0.0)  # (no noise: nothing to pool)
+    np.testing.assert_allclose(pooled, h1)
+    assert sd == 0.0
 
 
 def test_a_metric_too_narrow_for_its_noise_still_widens():
