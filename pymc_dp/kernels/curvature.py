@@ -144,8 +144,8 @@ def hessian_curvature(
 RESOLVED_NOISE_LEVELS = 2.0
 
 
-#: How many times their noise's spectral norm two curvature releases may differ by and
-#: still be pooled (:class:`CurvaturePool`).
+#: How many times the spectral norm of their noise a curvature release may differ from the
+#: mean of the pooled ones by and still join them (:class:`CurvaturePool`).
 CONSISTENT_NOISE_LEVELS = 1.5
 
 
