@@ -507,6 +507,9 @@ def laplace_warmup(
         hess_sum, hess_noise_sd = noisy_matrix_sum(
             rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )
+        # (the warning on noisy curvature reads one release's noise, the level its threshold
+        # was set at: with pooled noise it went quiet on runs that still missed by 2–5 sds)
+        release_noise_sd = hess_noise_sd
         if near_mode:  # (the curvature barely changes near the mode: pool its releases)
             hess_sum, hess_noise_sd = pool.pooled(chart, w, hess_sum, hess_noise_sd)
         # In whitened coordinates u (θ = θ_ref + Wᵀ u): gradient W ∇, curvature W H Wᵀ.
@@ -522,7 +525,7 @@ def laplace_warmup(
         # (a scale-free distance to the mode) falls, and grows back when it rises
         # (Levenberg–Marquardt on released values). At the mode ḡ ≈ 0.
         if 2 * t >= len(zs):  # (spectral norm of the symmetric noise, whitened: public)
-            curvature_noise = max(curvature_noise, 2.0 * hess_noise_sd * np.sqrt(d))
+            curvature_noise = max(curvature_noise, 2.0 * release_noise_sd * np.sqrt(d))
         h_shape = hessian_curvature(
             -hess_sum, prior_white, hess_noise_sd, noise_floor=shape_floor,
             previous=np.diag(scale**2),
