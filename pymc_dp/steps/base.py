@@ -131,6 +131,17 @@ clip_diagnostics : int or pymc_dp.ClipDiagnostics, optional
     clipped in it, with Gaussian noise; it costs ``share`` (default 5 %) of the Gaussian μ
     the budget buys, and the sampler's noise is calibrated for the rest. Read it with
     :func:`pymc_dp.results.clipped_fractions` (docs/steps.md, "Clip diagnostics").""",
+    "method": """\
+method : {"auto", "mcmc", "laplace"}
+    ``"auto"`` (default): MCMC when the budget lets chains mix (a public estimate,
+    :func:`pymc_dp.steps.warmup.expected_moves`, of at least
+    :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain), else
+    the whole budget goes to the warm-up and the draws come from its private Laplace
+    approximation, with a :class:`pymc_dp.LaplaceApproximationWarning`. Clip bounds
+    given by hand ask for MCMC: ``"auto"`` then leaves it only for a run that would
+    leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
+    but a run that would leave its chains frozen (under one expected move) is refused
+    before reading data. ``"laplace"``: always draw from the approximation.""",
     "budget": """\
 eps : float
     Privacy budget ε (> 0) of this step object, for its whole life, all chains and tuning
@@ -156,13 +167,14 @@ blocked : bool
     per-variable steps would each need their own budget.""",
 }
 _PARAMETER_DOCS_LINE = re.compile(
-    r"^( *)\{(budget|diagnostics|shared) parameters\}$", re.MULTILINE
+    r"^( *)\{(budget|diagnostics|method|shared) parameters\}$", re.MULTILINE
 )
 
 
 def shared_parameter_docs(cls):
     """Class decorator: put the shared arguments' "Parameters" entries into ``cls``'s
-    docstring, at its lines ``{budget parameters}`` and ``{shared parameters}``.
+    docstring, at its lines ``{budget parameters}``, ``{diagnostics parameters}``,
+    ``{method parameters}`` and ``{shared parameters}``.
 
     (So that ``help(step)`` describes every argument, with the text written once.)
     """
