@@ -47,7 +47,6 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
-import warnings
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,7 +73,7 @@ from pymc_dp.kernels.clip_diagnostics import (
     diagnostic_windows,
 )
 from pymc_dp.validation import check_delta, check_epsilon, check_int
-from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
@@ -374,12 +373,11 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self.private_model = self._make_adapter(model, vars, initial_point, compile_kwargs)
         private_deterministics = data_dependent_deterministics(model)
         if private_deterministics:
-            warnings.warn(
+            warn(
                 f"Deterministics {private_deterministics} are computed "
                 "from data. pm.sample would record them in the trace without noise; "
                 "pymc_dp.sample leaves them out and pymc_dp.release removes them.",
                 UserWarning,
-                stacklevel=3,
             )
         self.epsilon = float(eps)
         if self.pure_dp:

@@ -27,13 +27,12 @@ given too, the proposal sds or mass matrix (the diagonal of Ĥ⁻¹).
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.validation import check_positive
-from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.kernels.warmup import (
     LaplaceWarmup,
     laplace_warmup,
@@ -446,7 +445,7 @@ class PrivateWarmup:
         said = self.__dict__.setdefault("_warned", set())
         if category not in said:
             said.add(category)
-            warnings.warn(message, category, stacklevel=4)
+            warn(message, category)
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         if iterations is None:
@@ -712,7 +711,7 @@ class PrivateWarmup:
             found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations, found.noise_cov,
                                   converged=False)
         if found.curvature_noise > NOISY_CURVATURE:  # (released values only, as below)
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the private warm-up's curvature releases were "
                 f"{found.curvature_noise:.2g} times noisier than the posterior's own "
                 "curvature in its last iterations: its approximation (the start"
@@ -726,17 +725,15 @@ class PrivateWarmup:
                 "a larger budget, pool small groups, centre covariates, or check the result "
                 "against a public reference.",
                 WarmupNotConvergedWarning,
-                stacklevel=3,
             )
         if not found.converged:  # (a released fact: the steps' lengths are released values)
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the private warm-up did not settle: its last Newton "
                 f"steps were longer than their noise explains, so its approximation (the "
                 f"start{', and the draws' if self._laplace else ''}) may be far from the "
                 "posterior. Give a larger budget, a model whose initial point is closer to "
                 "the data's scale, or check the result against a public reference.",
                 WarmupNotConvergedWarning,
-                stacklevel=3,
             )
         return found
 

@@ -265,10 +265,12 @@ def test_a_step_whose_mcmc_cannot_mix_at_any_budget_says_why(make_conjugate):
         assert step._expected_moves(2) == 0.0
         with pytest.warns(pymc_dp.LaplaceApproximationWarning) as caught:
             step.plan(chains=2)
-    message = str(next(w.message for w in caught
-                       if w.category is pymc_dp.LaplaceApproximationWarning))
+    given = next(w for w in caught if w.category is pymc_dp.LaplaceApproximationWarning)
+    message = str(given.message)
     assert "tempering=T ≤ 0.2" in message and "times this budget" not in message
     assert not re.search(r"e\+\d\d", message), message
+    # (and it points at the line of the user's code that gave rise to it, not the library's)
+    assert given.filename == __file__
 
 
 def test_auto_runs_mcmc_only_when_the_budget_lets_chains_mix(make_conjugate):
