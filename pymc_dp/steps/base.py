@@ -376,7 +376,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             warn(
                 f"Deterministics {private_deterministics} are computed "
                 "from data. pm.sample would record them in the trace without noise; "
-                "pymc_dp.sample leaves them out and pymc_dp.release removes them.",
+                "pymc_dp.sample leaves them out and pymc_dp.release removes them. (Some "
+                "PyMC distributions add their own: OrderedLogistic's and OrderedProbit's "
+                "'…_probs' unless compute_p=False.)",
                 UserWarning,
             )
         self.epsilon = float(eps)
