@@ -53,7 +53,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.errors import UnsupportedModelError, warn
 from pymc_dp.model.constants import array_constants, constant_uses, has_rows
 from pymc_dp.model.data import data_variables, read_unshaped_lengths
 
@@ -236,12 +236,11 @@ class SimulatorModel:
             if value is None or not np.all(value == 1):
                 ignored.append("epsilon")
         if ignored:
-            warnings.warn(
+            warn(
                 f"pm.Simulator settings {ignored} belong to SMC-ABC (pm.sample_smc) and are not "
                 "used by ABCDP, which compares raw simulated and observed rows with its own "
                 "distance of known sensitivity (distance=...).",
                 UserWarning,
-                stacklevel=4,
             )
 
     @staticmethod

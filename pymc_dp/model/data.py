@@ -123,14 +123,16 @@ def is_public(var: Variable) -> bool:
 
 
 def data_dependent_deterministics(model: Model | None = None) -> list[str]:
-    """Names of ``pm.Deterministic`` variables whose value depends on data.
+    """Names of ``pm.Deterministic`` variables whose value depends on people's data.
 
     PyMC records deterministics in the posterior; one that reads data (``mu = X @ beta``)
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
-    out and :func:`pymc_dp.release` strips them.
+    out and :func:`pymc_dp.release` strips them. Containers declared public
+    (:func:`public_data`) are not people's data: a deterministic that reads only them and
+    parameters is kept (:func:`private_data_variables` says which containers count).
     """
     model = modelcontext(model)
-    data_vars = data_variables(model)
+    data_vars = private_data_variables(model)
     return [
         d.name
         for d in model.deterministics

@@ -45,7 +45,7 @@ from pymc_dp.accounting.budget import check_share
 from pymc_dp.accounting.guard import BudgetGuard
 from pymc_dp.accounting.ledger import PrivacyLedger
 from pymc_dp.validation import check_epsilon, check_int, check_positive
-from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.posterior_sampling.lipschitz import (
     LipschitzBound,
@@ -361,11 +361,10 @@ class PosteriorSampling(FixedSettings):
         check_data_within_bounds(model, self.lipschitz)
         self.deterministics_reading_data = self.private_model.deterministics_reading_data
         if self.deterministics_reading_data:
-            warnings.warn(
+            warn(
                 f"Deterministics {self.deterministics_reading_data} are computed from data; "
                 "they are left out of the release.",
                 UserWarning,
-                stacklevel=2,
             )
 
         self.temperature = self.lipschitz.temperature_for(self.epsilon, self.draws)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
 
+from pymc_dp.errors import warn
 from pymc_dp.steps.warmup import ClipDiagnosticsUnusedWarning
 
 __all__ = ["clipped_fractions"]
@@ -64,19 +64,19 @@ def clipped_fractions(idata) -> pd.DataFrame:
     """
     stats = idata["sample_stats"] if "sample_stats" in _groups(idata) else None
     if stats is None or "dp_clip_window" not in stats:
-        warnings.warn(
+        warn(
             "clipped_fractions: this result holds no clip diagnostics (its step was built "
             "without clip_diagnostics, or it is not a pymc_dp result): the table is empty.",
-            UserWarning, stacklevel=2,
+            UserWarning,
         )
         return pd.DataFrame(columns=_COLUMNS)
     window = np.asarray(stats["dp_clip_window"].values, dtype=float)  # (chain, draw)
     if not np.isfinite(window).any():
-        warnings.warn(
+        warn(
             "clipped_fractions: the step had clip_diagnostics on but released no window: "
             "its draws came from the private Laplace approximation, which clips nothing "
             "(nothing was released or spent for the diagnostics). The table is empty.",
-            ClipDiagnosticsUnusedWarning, stacklevel=2,
+            ClipDiagnosticsUnusedWarning,
         )
         return pd.DataFrame(columns=_COLUMNS)
     values = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import warnings
 
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,7 +17,7 @@ import xarray as xr
 from pymc_dp.accounting.budget import Budget
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.ledger import PrivacyLedger
-from pymc_dp.errors import PrivacyBudgetExceeded
+from pymc_dp.errors import PrivacyBudgetExceeded, warn
 from pymc_dp.results.sharing import (
     NotReleasableWarning,
     n_individuals,
@@ -495,7 +494,7 @@ def _flag_unreleased(report: PrivacyReport, idata: xr.DataTree) -> PrivacyReport
         "by ε. Share only the output of pymc_dp.release(idata, model=model), or a result "
         "of pymc_dp.sample as it was returned."
     )
-    warnings.warn(f"Not safe to share: {text}", NotReleasableWarning, stacklevel=3)
+    warn(f"Not safe to share: {text}", NotReleasableWarning)
     return replace(report, details={**report.details, "not_safe_to_share": text})
 
 

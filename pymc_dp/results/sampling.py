@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import uuid
-import warnings
 
 from collections.abc import Sequence
 
@@ -14,6 +13,7 @@ import xarray as xr
 
 from pymc.model import modelcontext
 
+from pymc_dp.errors import warn
 from pymc_dp.validation import check_int
 from pymc_dp._progressbar import install as _install_progressbar
 from pymc_dp.model import data_dependent_deterministics
@@ -232,7 +232,7 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
     """
     tempered = report.details.get("tempered")
     if tempered:
-        warnings.warn(f"Tempered target: {tempered}.", TemperedTargetWarning, stacklevel=3)
+        warn(f"Tempered target: {tempered}.", TemperedTargetWarning)
     stats = idata.get("sample_stats") if hasattr(idata, "get") else None
     # (MCMC steps only: ABCDP's "accepted" marks prior draws that passed, a different thing)
     mcmc = stats is not None and ("dp_mu_chain" in stats or "dp_releases_chain" in stats)
@@ -250,7 +250,7 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
             if "noise_multiplier" in k and isinstance(v, float)
         }
         shown = ", ".join(f"{k} = {v:.3g}" for k, v in noise.items())
-        warnings.warn(
+        warn(
             f"Chain(s) {stuck} accepted no proposal in {accepted.shape[1]} draws: their draws "
             "all repeat one point and say nothing about the posterior. The noise of each "
             f"release{' (' + shown + ')' if shown else ''} is too large for the moves "
@@ -259,7 +259,6 @@ def _warn_about_the_run(idata, report: PrivacyReport) -> None:
             "step size, a clip bound nearer the per-datum changes, or a start nearer the "
             "posterior also help (docs/private-mcmc.md, \"Choosing the settings\").",
             StuckChainWarning,
-            stacklevel=3,
         )
 
 

@@ -16,7 +16,6 @@ import functools
 import importlib
 import json
 import pkgutil
-import warnings
 
 from collections.abc import Iterable, Sequence
 
@@ -25,7 +24,7 @@ import xarray as xr
 
 from pymc.model import modelcontext
 
-from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.errors import UnsupportedModelError, warn
 from pymc_dp.model import data_dependent_deterministics
 from pymc_dp.steps.base import PrivateStep
 
@@ -435,12 +434,11 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
             else "the number of individuals n is unknown (no model, report or earlier "
             "release states it), so every dimension is treated as per-person"
         )
-        warnings.warn(
+        warn(
             f"The labels of dimensions {sorted(relabelled)} were replaced by positions "
             f"0, 1, …: {why}, and labels of individuals (identifiers, data columns) would "
             "show who is in the data.",
             UserWarning,
-            stacklevel=2,
         )
     out = xr.DataTree.from_dict(groups)
     out.attrs = {k: v for k, v in idata.attrs.items() if k in RELEASE_ATTRS}

@@ -7,7 +7,6 @@ Park, Vinaroz & Jitkrittum, Algorithm 1 and Thm 4.1; ``docs/algorithms.md``, "AB
 from __future__ import annotations
 
 import math
-import warnings
 
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import StepMethodState
 from pymc.step_methods.state import dataclass_state
 
+from pymc_dp.errors import warn
 from pymc_dp.accounting.events import PureDPEvent
 from pymc_dp.validation import check_epsilon, check_int, check_positive
 from pymc_dp.abcdp.distances import BoundDistance, Distance, RandomFeatureMMD
@@ -498,18 +498,17 @@ class ABCDP(PrivateStep):
         """
         failed = chain.tested - chain.simulated
         if failed:
-            warnings.warn(
+            warn(
                 f"{failed} of the {chain.tested} prior draws this ABCDP chain used could not be "
                 "simulated (the simulator raised, or returned non-finite values or another "
                 "shape) and were rejected. If that is many, check the simulator and the prior.",
                 RuntimeWarning,
-                stacklevel=3,
             )
 
     def _out_of_draws(self, chain: _Chain) -> tuple[np.ndarray, dict[str, Any]]:
         if not chain.exhausted_warned:
             chain.exhausted_warned = True
-            warnings.warn(
+            warn(
                 f"ABCDP chain reached max_prior_draws={self.max_prior_draws} with "
                 f"{chain.accepted} of {chain.c} samples accepted. The other "
                 f"{chain.c - chain.accepted} draws of this chain are NaN and marked "
@@ -517,7 +516,6 @@ class ABCDP(PrivateStep):
                 "max_prior_draws or the threshold, or ask for fewer draws. (The chain's ε is "
                 "spent all the same.)",
                 RuntimeWarning,
-                stacklevel=2,
             )
             self._warn_failed_simulations(chain)
         stats = {

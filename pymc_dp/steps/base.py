@@ -47,7 +47,6 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
-import warnings
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,7 +73,7 @@ from pymc_dp.kernels.clip_diagnostics import (
     diagnostic_windows,
 )
 from pymc_dp.validation import check_delta, check_epsilon, check_int
-from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
 
@@ -131,6 +130,17 @@ clip_diagnostics : int or pymc_dp.ClipDiagnostics, optional
     clipped in it, with Gaussian noise; it costs ``share`` (default 5 %) of the Gaussian μ
     the budget buys, and the sampler's noise is calibrated for the rest. Read it with
     :func:`pymc_dp.results.clipped_fractions` (docs/steps.md, "Clip diagnostics").""",
+    "method": """\
+method : {"auto", "mcmc", "laplace"}
+    ``"auto"`` (default): MCMC when the budget lets chains mix (a public estimate,
+    :func:`pymc_dp.steps.warmup.expected_moves`, of at least
+    :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain), else
+    the whole budget goes to the warm-up and the draws come from its private Laplace
+    approximation, with a :class:`pymc_dp.LaplaceApproximationWarning`. Clip bounds
+    given by hand ask for MCMC: ``"auto"`` then leaves it only for a run that would
+    leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
+    but a run that would leave its chains frozen (under one expected move) is refused
+    before reading data. ``"laplace"``: always draw from the approximation.""",
     "budget": """\
 eps : float
     Privacy budget ε (> 0) of this step object, for its whole life, all chains and tuning
@@ -156,13 +166,14 @@ blocked : bool
     per-variable steps would each need their own budget.""",
 }
 _PARAMETER_DOCS_LINE = re.compile(
-    r"^( *)\{(budget|diagnostics|shared) parameters\}$", re.MULTILINE
+    r"^( *)\{(budget|diagnostics|method|shared) parameters\}$", re.MULTILINE
 )
 
 
 def shared_parameter_docs(cls):
     """Class decorator: put the shared arguments' "Parameters" entries into ``cls``'s
-    docstring, at its lines ``{budget parameters}`` and ``{shared parameters}``.
+    docstring, at its lines ``{budget parameters}``, ``{diagnostics parameters}``,
+    ``{method parameters}`` and ``{shared parameters}``.
 
     (So that ``help(step)`` describes every argument, with the text written once.)
     """
@@ -362,12 +373,13 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self.private_model = self._make_adapter(model, vars, initial_point, compile_kwargs)
         private_deterministics = data_dependent_deterministics(model)
         if private_deterministics:
-            warnings.warn(
+            warn(
                 f"Deterministics {private_deterministics} are computed "
                 "from data. pm.sample would record them in the trace without noise; "
-                "pymc_dp.sample leaves them out and pymc_dp.release removes them.",
+                "pymc_dp.sample leaves them out and pymc_dp.release removes them. (Some "
+                "PyMC distributions add their own: OrderedLogistic's and OrderedProbit's "
+                "'…_probs' unless compute_p=False.)",
                 UserWarning,
-                stacklevel=3,
             )
         self.epsilon = float(eps)
         if self.pure_dp:

@@ -325,6 +325,12 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
     def _chain_moves(self, iterations: int) -> float:
         return math.inf  # (its budget's figure already counts the walk's iterations)
 
+    _no_moves_advice = (
+        "At this n no batch keeps DP Barker's fixed clip bound (√b/(nT)) from flattening "
+        "the target it follows; its MCMC needs tempering=T ≤ 0.2 (a tempered posterior), "
+        "and otherwise the Laplace draws are the result to use."
+    )
+
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         # The iterations per chain the budget buys with a batch large enough that clipping
         # leaves typical moves alone, at a random walk's best efficiency; none if no batch

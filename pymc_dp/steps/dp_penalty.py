@@ -59,16 +59,7 @@ class DPPenalty(PrivateWarmup, TunedProposal, GaussianPrivateStep):
         chain's budget; docs/private-mcmc.md, "Settings chosen privately"). It chooses the
         start, the coordinates (whitened by a private curvature estimate) and the clip
         bound(s). ``False``: no warm-up (then give the clip bound(s)).
-    method : {"auto", "mcmc", "laplace"}
-        ``"auto"`` (default): MCMC when the budget lets chains mix (a public estimate,
-        :func:`pymc_dp.steps.warmup.expected_moves`, of at least
-        :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain), else
-        the whole budget goes to the warm-up and the draws come from its private Laplace
-        approximation, with a :class:`pymc_dp.LaplaceApproximationWarning`. Clip bounds
-        given by hand ask for MCMC: ``"auto"`` then leaves it only for a run that would
-        leave its chains frozen (under one expected move). ``"mcmc"``: MCMC,
-        but a run that would leave its chains frozen (under one expected move) is refused
-        before reading data. ``"laplace"``: always draw from the approximation.
+    {method parameters}
     {diagnostics parameters}
     {shared parameters}
 

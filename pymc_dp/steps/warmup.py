@@ -27,13 +27,12 @@ given too, the proposal sds or mass matrix (the diagonal of Ĥ⁻¹).
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
 from pymc_dp.validation import check_positive
-from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError
+from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.kernels.warmup import (
     LaplaceWarmup,
     laplace_warmup,
@@ -406,9 +405,11 @@ class PrivateWarmup:
                     "Give a longer chain (draws=…) for MCMC, or method='mcmc' to run it "
                     "anyway."
                 )
+            elif not moves > 0.0:
+                advice = self._no_moves_advice
             else:
                 # (the draws a budget buys grow as μ·n: expected_moves)
-                factor = self._min_moves() / max(moves, 1e-300)
+                factor = self._min_moves() / moves
                 advice = (
                     f"MCMC would need about {factor:.2g} times this budget's μ (Gaussian "
                     "DP; as many times the data buys the same), or fewer chains; "
@@ -424,10 +425,10 @@ class PrivateWarmup:
                    f"{self._chain_moves(iterations):.2g} (of the default MCMC length, "
                    f"{default} iterations: {self._chain_moves(default):.2g})"
                    if mixing < moves else "")
-                + f", too few for chains to mix (method='auto' asks for "
-                f"{self._min_moves():.0f}); the draws come from the private Laplace "
-                f"approximation (the exact prior times a Gaussian likelihood) that the whole "
-                f"budget pays for{reads}. "
+                + f", too few for chains to mix (method='auto', the default, runs MCMC only "
+                f"when it buys about {self._min_moves():.0f}); the draws come from the "
+                "private Laplace approximation (the exact prior times a Gaussian likelihood) "
+                f"that the whole budget pays for{reads}. "
                 f"{advice}",
                 LaplaceApproximationWarning,
             )
@@ -435,13 +436,16 @@ class PrivateWarmup:
     #: whether the step's MCMC reads random batches (its Laplace route reads every row)
     _subsampled = False
 
+    #: the advice when no budget would let the step's MCMC mix (it expects no moves at all)
+    _no_moves_advice = "Its MCMC cannot mix on this model; the Laplace draws are the result to use."
+
     def _warn_once(self, message: str, category) -> None:
         """Warn once per step and kind of warning: a run plans and calibrates several
         times (and the figures in the message change with the run's length)."""
         said = self.__dict__.setdefault("_warned", set())
         if category not in said:
             said.add(category)
-            warnings.warn(message, category, stacklevel=4)
+            warn(message, category)
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         if iterations is None:
@@ -707,29 +711,29 @@ class PrivateWarmup:
             found = LaplaceWarmup(q, found.hessian, found.clip, found.iterations, found.noise_cov,
                                   converged=False)
         if found.curvature_noise > NOISY_CURVATURE:  # (released values only, as below)
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the private warm-up's curvature releases were "
                 f"{found.curvature_noise:.2g} times noisier than the posterior's own "
                 "curvature in its last iterations: its approximation (the start"
                 f"{', and the draws' if self._laplace else ''}) may be far from the posterior, "
-                "with intervals too narrow in some directions. Common causes: a few "
-                "people weigh heavily on some parameter (small groups of a hierarchical "
-                "model, rare categories: their rows set the clip bounds, whose noise then "
-                "drowns the other parameters), or many parameters for the budget and the "
-                "number of rows. Give a larger budget, pool small groups, or check the "
-                "result against a public reference.",
+                "means several posterior sds off and intervals too narrow or too wide. "
+                "Common causes: a few people weigh heavily on some parameter (small groups "
+                "of a hierarchical model, rare categories: their rows set the clip bounds, "
+                "whose noise then drowns the other parameters), parameters the data tie "
+                "closely together (an intercept and a slope per group on an uncentred "
+                "covariate), or many parameters for the budget and the number of rows. Give "
+                "a larger budget, pool small groups, centre covariates, or check the result "
+                "against a public reference.",
                 WarmupNotConvergedWarning,
-                stacklevel=3,
             )
         if not found.converged:  # (a released fact: the steps' lengths are released values)
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the private warm-up did not settle: its last Newton "
                 f"steps were longer than their noise explains, so its approximation (the "
                 f"start{', and the draws' if self._laplace else ''}) may be far from the "
                 "posterior. Give a larger budget, a model whose initial point is closer to "
                 "the data's scale, or check the result against a public reference.",
                 WarmupNotConvergedWarning,
-                stacklevel=3,
             )
         return found
 

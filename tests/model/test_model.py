@@ -64,6 +64,29 @@ def test_data_dependent_deterministics_are_found(regression):
     assert data_dependent_deterministics(m) == ["fit"]
 
 
+def test_a_deterministic_of_public_data_and_parameters_is_kept():
+    # From a new user's trial: a group-level effect computed from a covariate declared
+    # public was dropped from the draws as "computed from data". Declared public, it is a
+    # constant of the analysis; a container the observations are computed from stays
+    # private whatever is declared, and so does one that is not declared.
+    from pymc_dp import public_data
+
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 4, 50)
+    with pm.Model() as m:
+        u = pm.Data("u", np.linspace(-1.0, 1.0, 4))
+        v = pm.Data("v", np.ones(4))
+        shift = pm.Data("shift", np.zeros(50))
+        public_data(u, shift)
+        slope = pm.Normal("slope")
+        z = pm.Normal("z", shape=4)
+        a = pm.Deterministic("a", slope * u + z)
+        pm.Deterministic("b", slope * v)
+        pm.Deterministic("c", slope + shift.sum())
+        pm.Normal("y", a[pm.Data("g", g)], 1.0, observed=rng.normal(size=50) + shift)
+    assert sorted(data_dependent_deterministics(m)) == ["b", "c"]
+
+
 def _model(**kw):
     with pm.Model() as m:
         mu = pm.Normal("mu")

@@ -255,6 +255,24 @@ def test_auto_switches_to_the_laplace_approximation_when_mcmc_cannot_move(make_c
         assert not step._will_use_laplace(2)
 
 
+def test_a_step_whose_mcmc_cannot_mix_at_any_budget_says_why(make_conjugate):
+    # From a new user's trial: untempered DP Barker expects no moves at all (its fixed clip
+    # flattens the target for every batch), and the advice read "MCMC would need about
+    # 1e+303 times this budget's μ". It now says what would let its MCMC run.
+    model, *_ = make_conjugate(n=2000)
+    with model:
+        step = pymc_dp.DPBarker(eps=2.0, chains=2)
+        assert step._expected_moves(2) == 0.0
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning) as caught:
+            step.plan(chains=2)
+    given = next(w for w in caught if w.category is pymc_dp.LaplaceApproximationWarning)
+    message = str(given.message)
+    assert "tempering=T ≤ 0.2" in message and "times this budget" not in message
+    assert not re.search(r"e\+\d\d", message), message
+    # (and it points at the line of the user's code that gave rise to it, not the library's)
+    assert given.filename == __file__
+
+
 def test_auto_runs_mcmc_only_when_the_budget_lets_chains_mix(make_conjugate):
     # Between "frozen" (< 1 expected move) and MCMC_MIN_MOVES, auto takes the Laplace
     # approximation, while method="mcmc" still runs MCMC (it is not frozen).
