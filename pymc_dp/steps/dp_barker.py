@@ -326,9 +326,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         return math.inf  # (its budget's figure already counts the walk's iterations)
 
     _no_moves_advice = (
-        "At this n no batch keeps DP Barker's fixed clip bound (√b/(nT)) from flattening "
-        "the target it follows; its MCMC needs tempering=T ≤ 0.2 (a tempered posterior), "
-        "and otherwise the Laplace draws are the result to use."
+        "Unless tempering=T ≤ 0.2 (a tempered posterior), no batch keeps DP Barker's "
+        "fixed clip bound (√b/(nT)) from flattening the target its MCMC follows; the "
+        "Laplace draws are the result to use."
     )
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:

@@ -27,7 +27,6 @@ given too, the proposal sds or mass matrix (the diagonal of Ĥ⁻¹).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
@@ -437,7 +436,9 @@ class PrivateWarmup:
     _subsampled = False
 
     #: the advice when no budget would let the step's MCMC mix (it expects no moves at all)
-    _no_moves_advice = "Its MCMC cannot mix on this model; the Laplace draws are the result to use."
+    _no_moves_advice = (
+        "Its MCMC cannot mix on this model; the Laplace draws are the result to use."
+    )
 
     def _warn_once(self, message: str, category) -> None:
         """Warn once per step and kind of warning: a run plans and calibrates several
@@ -715,8 +716,8 @@ class PrivateWarmup:
                 f"{type(self).__name__}: the private warm-up's curvature releases were "
                 f"{found.curvature_noise:.2g} times noisier than the posterior's own "
                 "curvature in its last iterations: its approximation (the start"
-                f"{', and the draws' if self._laplace else ''}) may be far from the posterior, "
-                "means several posterior sds off and intervals too narrow or too wide. "
+                f"{', and the draws' if self._laplace else ''}) may be far from the posterior: "
+                "means several posterior sds off, intervals too narrow or too wide. "
                 "Common causes: a few people weigh heavily on some parameter (small groups "
                 "of a hierarchical model, rare categories: their rows set the clip bounds, "
                 "whose noise then drowns the other parameters), parameters the data tie "
