@@ -28,6 +28,7 @@ __all__ = [
     "is_public",
     "data_dependent_deterministics",
     "read_unshaped_lengths",
+    "unshaped_lengths",
 ]
 
 
@@ -78,14 +79,27 @@ def data_variables(model: Model) -> list[Variable]:
 
 def private_data_variables(model: Model) -> list[Variable]:
     """The data variables that hold people's data: observed values, containers not declared
-    public, and containers an observed value is computed from (declaring those public
-    cannot make the observations public)."""
+    public, containers an observed value is computed from (declaring those public cannot
+    make the observations public), and containers declared public that share memory with
+    one of these (a clone of a private ``pm.Data`` carries the declaration, not its data)."""
     observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
-    return [
-        d
-        for d in data_variables(model)
-        if d in observed_values or not is_public(d) or reads_any(observed_values, [d])
+    private, public = [], []
+    for d in data_variables(model):
+        private_here = d in observed_values or not is_public(d) or reads_any(observed_values, [d])
+        (private if private_here else public).append(d)
+    held = [_storage(d) for d in private]
+    private += [
+        d for d in public
+        if any(np.may_share_memory(_storage(d), h) for h in held if h is not None)
     ]
+    return private
+
+
+def _storage(var: Variable) -> np.ndarray | None:
+    """The array a constant or shared variable holds (without copying), else None."""
+    if isinstance(var, Constant | SharedVariable):
+        return numeric_value(var)
+    return None
 
 
 def reads_any(
@@ -102,8 +116,10 @@ def public_data(*data_vars: Variable) -> None:
     datum axis (leading length n), since it cannot know whether one person's record lives
     there (a per-person table indexed by observations, say), and treats ``pm.Data`` of
     leading length n as per-person rows. Declaring it public says it holds no one's data,
-    and the step then reads it as a constant, without noise. Never declare observed values
-    public: they are always data.
+    and the step then reads it as a constant, without noise; a ``pm.Deterministic`` of
+    parameters and public containers is released with the draws, so the container's values
+    can be read from them. Declare public only what may be published. Never declare
+    observed values public: they are always data.
 
     Examples
     --------
@@ -123,20 +139,33 @@ def is_public(var: Variable) -> bool:
 
 
 def data_dependent_deterministics(model: Model | None = None) -> list[str]:
-    """Names of ``pm.Deterministic`` variables whose value depends on people's data.
+    """Names of ``pm.Deterministic`` variables whose value may depend on people's data.
 
     PyMC records deterministics in the posterior; one that reads data (``mu = X @ beta``)
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
-    out and :func:`pymc_dp.release` strips them. Containers declared public
-    (:func:`public_data`) are not people's data: a deterministic that reads only them and
-    parameters is kept (:func:`private_data_variables` says which containers count).
+    out and :func:`pymc_dp.release` strips them. One counts if it reads a private data
+    variable (:func:`private_data_variables`: containers declared public with
+    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs
+    included (NumPy arrays written into the model may be data), or the length of a
+    dimension no variable has (:func:`read_unshaped_lengths`: it may be a count of data).
     """
+    from pymc_dp.model.constants import array_constants
+
     model = modelcontext(model)
-    data_vars = private_data_variables(model)
+    data_vars = private_data_variables(model) + unshaped_lengths(model)
+    names = []
+    for d in model.deterministics:
+        graph = model.replace_rvs_by_values([d])
+        if reads_any(graph, data_vars) or array_constants(graph, inner=True):
+            names.append(d.name)
+    return names
+
+
+def unshaped_lengths(model: Model) -> list[Variable]:
+    """The lengths of the dimensions no variable of the model has (shared variables)."""
+    shaped = {d for dims in model.named_vars_to_dims.values() for d in dims if d}
     return [
-        d.name
-        for d in model.deterministics
-        if reads_any(model.replace_rvs_by_values([d]), data_vars)
+        v for d, v in model.dim_lengths.items() if d not in shaped and isinstance(v, SharedVariable)
     ]
 
 
@@ -149,10 +178,7 @@ def read_unshaped_lengths(model: Model, rvs) -> list[str]:
     m.dim_lengths["k"], 1)``) may be a count of the data, and is refused where a value must
     be public. Reads structure only; other variables' sizes (shapes) are not followed.
     """
-    shaped = {d for dims in model.named_vars_to_dims.values() for d in dims if d}
-    lengths = [
-        v for d, v in model.dim_lengths.items() if d not in shaped and isinstance(v, SharedVariable)
-    ]
+    lengths = unshaped_lengths(model)
     if not lengths:
         return []
     free = set(model.free_RVs)

@@ -61,16 +61,12 @@ class NotReleasableWarning(UserWarning):
 
 
 def releasable_names(model) -> list[str]:
-    """Free variables, and deterministics that read neither data nor array constants."""
-    from pymc_dp.model.constants import array_constants
-
+    """Free variables, and deterministics that read neither data nor array constants
+    (:func:`~pymc_dp.model.data_dependent_deterministics`)."""
     private = set(data_dependent_deterministics(model))
-    names = [rv.name for rv in model.free_RVs]
-    for det in model.deterministics:
-        graph = model.replace_rvs_by_values([det])
-        if det.name not in private and not array_constants(graph):
-            names.append(det.name)
-    return names
+    return [rv.name for rv in model.free_RVs] + [
+        det.name for det in model.deterministics if det.name not in private
+    ]
 
 
 

@@ -87,6 +87,37 @@ def test_a_deterministic_of_public_data_and_parameters_is_kept():
     assert sorted(data_dependent_deterministics(m)) == ["b", "c"]
 
 
+def test_deterministics_that_may_hold_data_are_found_however_they_read_it():
+    # From a privacy review: each of these put data into the released draws.
+    import pytensor.tensor as pt
+
+    from pytensor.compile.builders import OpFromGraph
+
+    from pymc_dp import public_data
+    from pymc_dp.results.sharing import releasable_names
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 2))
+    with pm.Model(coords={"sick": range(7)}) as m:
+        b = pm.Normal("b", shape=2)
+        xd = pm.Data("x", x)
+        # a clone of a private container shares its storage: declaring the clone public
+        # does not make the data public
+        clone = xd.clone()
+        public_data(clone)
+        pm.Deterministic("through_a_clone", clone[:, 0] + 0 * b.sum())
+        # a NumPy array inside an inner graph is an array constant like any other
+        inner = pt.vector("inner")
+        pm.Deterministic("inside_an_op", OpFromGraph([inner], [pt.as_tensor(x) @ inner])(b))
+        # the length of a dimension no variable has may be a count of the data
+        pm.Deterministic("a_count", b.sum() * 0 + m.dim_lengths["sick"])
+        pm.Deterministic("kept", 2 * b)
+        pm.Normal("y", xd @ b, 1, observed=rng.normal(size=30))
+    found = data_dependent_deterministics(m)
+    assert sorted(found) == ["a_count", "inside_an_op", "through_a_clone"]
+    assert releasable_names(m) == ["b", "kept"]
+
+
 def _model(**kw):
     with pm.Model() as m:
         mu = pm.Normal("mu")
