@@ -382,6 +382,24 @@ def test_the_probe_passes_over_the_data_a_fixed_number_of_times():
     np.testing.assert_array_equal(pmodel._data_values[0], y)  # the data itself untouched
 
 
+def test_the_probes_comparison_sees_every_watched_row_block_by_block():
+    # (compared a block of rows at a time, so that set-up's memory stays near the data's)
+    from pymc_dp.model.probes import _unmoved
+
+    base = np.array([0.0, 1.0, np.nan, 3.0, 4.0, 5.0, np.inf, 7.0, 8.0, 9.0])
+    watched = np.ones(10, dtype=bool)
+    watched[5] = False
+    assert _unmoved(base.copy(), base, watched, chunk=4)
+    # (a row whose ℓ is infinite is watched too: it once had an infinite tolerance)
+    for k, value in [(9, 9.5), (7, np.nan), (2, 2.0), (6, -np.inf), (6, 5.0), (0, 1e-6)]:
+        moved = base.copy()
+        moved[k] = value
+        assert not _unmoved(moved, base, watched, chunk=4), k
+    near = base * (1 + 1e-14)
+    near[5] = 100.0  # (a row the probe moved: not watched)
+    assert _unmoved(near, base, watched, chunk=4)
+
+
 @pytest.mark.parametrize("n", [2, 3, 2_000])
 def test_the_probe_still_refuses_rows_that_mix(monkeypatch, n):
     # The probe is the second line behind the proof: with the proof switched off (as if one
