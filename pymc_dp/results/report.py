@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-
 from pymc_dp.accounting.budget import Budget
 from pymc_dp.accounting.events import event_from_dict
 from pymc_dp.accounting.ledger import PrivacyLedger
