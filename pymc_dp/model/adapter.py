@@ -42,7 +42,7 @@ from pymc_dp.model.graphs import (
     withholding_details,
     without_checks_on,
 )
-from pymc_dp.model.probes import RowProbes
+from pymc_dp.model.probes import RowProbes, data_digest
 from pymc_dp.model.validation import ModelChecks
 from pymc_dp.model.gradients import Gradients
 from pymc_dp.model.prior import PublicPrior
@@ -167,6 +167,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         self._q = q
         self._per_datum_graph = per_datum
         self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
+        self._data_digests = [data_digest(v) for v in self._data_values]
         # The gate, before anything is compiled or evaluated: the proof that row j reads
         # data row j only, and the range of every index array.
         self._check_graph([per_datum], q, self._placeholders, "The per-datum log-likelihood")

@@ -53,9 +53,11 @@ def data_containers(model: Model) -> list[Variable]:
     """``pm.Data`` containers, and any other shared variable the model reads.
 
     A ``pytensor.shared`` array that was never registered with ``pm.Data`` holds data just
-    the same; only random generators are not data.
+    the same; only random generators are not data. The model's log-density terms are
+    searched too: a ``pm.CustomDist``'s ``logp=`` builds its graph only when the model's
+    log-density is, so what it reads is not among the variables' ancestors.
     """
-    graphs = model.basic_RVs + model.potentials + model.deterministics
+    graphs = model.basic_RVs + model.potentials + model.deterministics + _logp_terms(model)
     not_data = set(model.data_vars) | set(model.dim_lengths.values())  # dims' lengths
     others = [
         a
@@ -65,6 +67,15 @@ def data_containers(model: Model) -> list[Variable]:
         and a not in not_data
     ]
     return list(model.data_vars) + list(dict.fromkeys(others))
+
+
+def _logp_terms(model: Model) -> list[Variable]:
+    """The model's log-density terms, or none where PyMC cannot build them (a model without
+    a density, as ``pm.Simulator``'s: nothing here evaluates one)."""
+    try:
+        return list(model.logp(sum=False))
+    except (NotImplementedError, TypeError, ValueError):
+        return []
 
 
 def container_label(var: Variable) -> str:

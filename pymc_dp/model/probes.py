@@ -4,6 +4,8 @@ the others are watched; and the check that the data did not change after validat
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from pytensor.compile.sharedvalue import SharedVariable
@@ -13,6 +15,15 @@ from pymc_dp.model.data import container_label
 from pymc_dp.model.graphs import withholding_details
 
 __all__ = ["RowProbes"]
+
+
+def data_digest(values: np.ndarray) -> bytes:
+    """A digest of an array's shape, type and bytes (never shown: it is computed from data)."""
+    values = np.ascontiguousarray(values)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((values.shape, values.dtype.str)).encode())
+    h.update(memoryview(values.reshape(-1)).cast("B"))
+    return h.digest()
 
 
 def _extremes(values: np.ndarray):
@@ -153,6 +164,14 @@ class RowProbes:
         public ones included (``pymc_dp.public_data``: a prior's scale, a table indexed by
         group): the step validated, bounds-checked and planned for their old values.
         """
+        # The step computes with the data's own arrays (no copy): written to in place, they
+        # would pass the comparisons below, with index arrays no longer checked.
+        for d, value, digest in zip(self.datum_inputs, self._data_values, self._data_digests):
+            if data_digest(value) != digest:
+                raise ValueError(
+                    f"The data of {d.label} changed in place after the step was built. The "
+                    "step validated and planned for the old data: build a new step."
+                )
         snapshots = [
             (d.variable, d.label, value)
             for d, value in zip(self.datum_inputs, self._data_values)

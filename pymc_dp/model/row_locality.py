@@ -51,7 +51,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pytensor.compile.builders import OpFromGraph
-from pytensor.compile.ops import DeepCopyOp, ViewOp
+from pytensor.compile.ops import DeepCopyOp, FromFunctionOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
@@ -88,6 +88,7 @@ from pytensor.tensor.subtensor import (
 __all__ = [
     "NotRowLocal",
     "datum_axes",
+    "foreign_ops",
     "is_row_local",
     "op_label",
     "prove_rows_first",
@@ -534,6 +535,47 @@ def _known_parts(op) -> bool:
 
 
 _LIBRARIES = ("pytensor", "pymc")
+
+
+def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
+    """Labels of the Ops in ``outputs``' graph, inner graphs included, that run code other
+    than PyTensor's or PyMC's own: an Op type defined elsewhere, one whose scalar, core or
+    inner Ops are, and ``as_op`` / ``wrap_py`` (defined in PyTensor, but running the
+    user's Python). Such an Op may compute anything, from data held in its closure.
+
+    The row-locality proof refuses them in what it proves; this finds them where no proof
+    runs (priors, potentials, a check's condition on parameters), which enter every
+    acceptance test without noise. Reads the graph's structure only.
+    """
+    from pymc_dp.model.constants import inner_graph_outputs
+
+    found: dict[str, None] = {}
+    graphs, seen = [list(outputs)], set()
+    while graphs:
+        for node in io_toposort([], graphs.pop()):
+            if node in seen:
+                continue
+            seen.add(node)
+            if _runs_foreign_code(node.op):
+                found[op_label(node.op)] = None
+            inner = inner_graph_outputs(node.op)
+            if inner:
+                graphs.append(inner)
+    return list(found)
+
+
+def _runs_foreign_code(op) -> bool:
+    if isinstance(op, FromFunctionOp) or not _from_library(type(op)):
+        return True
+    scalar = getattr(op, "scalar_op", None)
+    if scalar is not None:
+        if not _from_library(type(scalar)):
+            return True
+        inner = getattr(scalar, "fgraph", None)  # (a Composite's scalar graph)
+        if inner is not None and any(_runs_foreign_code(n.op) for n in inner.apply_nodes):
+            return True
+    core = getattr(op, "core_op", None)
+    return core is not None and _runs_foreign_code(core)
 
 
 # ------------------------------------------------- what an Op reads by value (_value_inputs)

@@ -18,7 +18,7 @@ from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of row
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.index_bounds import check_index_bounds
-from pymc_dp.model.row_locality import NotRowLocal, prove_rows_first
+from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
 from pymc_dp.model.data import (
     DatumInput,
     container_label,
@@ -72,6 +72,18 @@ _REWRITE = (
     "and keep Scan, as_op and custom Ops out of the likelihood. See 'What the model must "
     "look like' in docs/private-mcmc.md."
 )
+
+
+def _refuse_foreign_ops(outputs, what: str) -> None:
+    """Refuse a graph that runs code other than PyTensor's and PyMC's (:func:`foreign_ops`)."""
+    found = foreign_ops(outputs)
+    if found:
+        raise UnsupportedModelError(
+            f"{what} computes with {', '.join(found)}: an operation that runs code of its own "
+            "(as_op, wrap_py, or an Op defined outside PyTensor and PyMC), which may read data "
+            "held in its Python code, and a private step cannot see what it reads. Write it "
+            "with PyTensor operations."
+        )
 
 
 def _check_observed_expression(name: str, value: Variable, containers) -> None:
@@ -256,6 +268,7 @@ class ModelChecks:
         free = set(model.free_RVs)
         for rv in model.free_RVs:
             logp = model.logp(vars=[rv])
+            _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
             if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
@@ -275,6 +288,7 @@ class ModelChecks:
             )
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
+            _refuse_foreign_ops(graph, f"pm.Potential {pot.name!r}")
             if reads_any(graph, data_vars) or array_constants(graph, inner=True):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
@@ -318,6 +332,9 @@ class ModelChecks:
         (:mod:`pymc_dp.model.index_bounds`). Both read shapes and structure, and the smallest
         and largest index entries, only to refuse; nothing of them is returned or printed.
         """
+        # (the proof meets only the Ops that compute values; a check's condition on
+        # parameters alone is kept without one, and runs at every evaluation all the same)
+        _refuse_foreign_ops(outputs, what)
         try:
             prove_rows_first(outputs, {p: 0 for p in row_inputs}, self.n_data, public)
         except NotRowLocal as err:

@@ -76,6 +76,7 @@ from pymc_dp.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
+from pymc_dp.model.constants import has_rows
 
 __all__ = [
     "PrivateStep",
@@ -824,6 +825,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "step reads the data without noise."
             )
         if not chain.in_ledger:
+            self._refuse_data_in_start(q0)
             # The chain's whole cost, before its first read of the data. The guard refuses
             # it if other copies of the step took the budget since setup_chain checked.
             # budget: the ledger refuses a budget changed in memory since the step was built
@@ -842,6 +844,24 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         # compares like with like: any change another step makes to those values is seen.
         self._last_q = DictToArrayBijection.map(DictToArrayBijection.rmap(returned)).data.copy()
         return returned, [stats]
+
+    def _refuse_data_in_start(self, q0: RaveledVars) -> None:
+        """Refuse a chain started at per-person values (``initvals`` given to ``pm.sample``
+        or ``pymc_dp.sample``): the start is the chain's draw for as long as no proposal is
+        accepted, released without noise. The step's own start and the variables'
+        ``initval`` are checked when it is built; this is the start PyMC hands the chain."""
+        n = getattr(self.private_model, "n_data", None)
+        if n is None:
+            return
+        start = DictToArrayBijection.rmap(q0)
+        held = [name for name, value in start.items() if has_rows([value], n)]
+        if held:
+            raise UnsupportedModelError(
+                f"The chain would start at an array with one entry per individual for "
+                f"{', '.join(map(repr, held))} (initvals?). The start is released as the "
+                "chain's first draws, without noise, so it must be public: give a constant "
+                "(e.g. zeros) or leave the start to the step. Nothing was reserved or read."
+            )
 
     def _check_still_covers_the_model(self) -> None:
         model_vars = [v.name for v in self.private_model.model.value_vars]

@@ -441,3 +441,63 @@ def test_a_public_container_the_observations_are_computed_from_is_data_for_the_p
         pm.Normal("y", mu, 1.0, observed=x * 1.0)
     with pytest.raises(UnsupportedModelError, match="The prior of 'mu' depends on data"):
         PrivateModel(model)
+
+
+# --------------------------------------------- what only the log-density's graphs show (review 26)
+def _shared_data():
+    return pytensor.shared(np.random.default_rng(1).normal(size=200), name="z")
+
+
+def test_a_shared_array_read_only_inside_a_customdist_logp_is_data():
+    # A logp= builds its graph when the model's density is built: the shared array it reads
+    # is not among the variables' ancestors, and was taken for a parameter-like constant.
+    z = _shared_data()
+
+    def logp(value, mu):
+        return pm.logp(pm.Normal.dist(mu + z.mean() - z[::-1], 1.0), value)
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        pm.CustomDist("y", mu, logp=logp, observed=z.get_value())
+    assert any(v is z for v in pymc_dp.model.data.private_data_variables(model))
+    with pytest.raises(UnsupportedModelError, match="other rows"):
+        PrivateModel(model)
+
+
+def test_a_prior_customdist_whose_logp_reads_a_shared_array_is_refused():
+    # Its prior term, added without noise, pinned mu at the data's mean to 1e-3.
+    z = _shared_data()
+    with pm.Model() as model:
+        mu = pm.CustomDist("mu", logp=lambda v: -0.5 * ((v - z.mean()) / 1e-3) ** 2)
+        pm.Normal("y", mu, 1.0, observed=z.get_value())
+    with pytest.raises(UnsupportedModelError, match="The prior of 'mu' depends on data"):
+        PrivateModel(model)
+
+
+def _python_op():
+    @as_op(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def shifted(mu):  # (its Python may hold anything: here it reads Y)
+        return np.asarray(mu + 0.0 * Y.mean())
+
+    return shifted
+
+
+@pytest.mark.filterwarnings("ignore:pytensor.as_op is deprecated")
+@pytest.mark.parametrize("where", ["potential", "prior", "check"])
+def test_python_ops_are_refused_where_no_row_proof_runs(where):
+    # Priors, potentials and a check's condition on parameters enter every acceptance test
+    # without noise; the row-locality proof never meets their Ops.
+    from pytensor.raise_op import Assert
+
+    op = _python_op()
+    with pm.Model() as model:
+        if where == "prior":
+            mu = pm.CustomDist("mu", logp=lambda v: -0.5 * op(v) ** 2)
+        else:
+            mu = pm.Normal("mu")
+        if where == "potential":
+            pm.Potential("pot", -0.5 * op(mu) ** 2)
+        loc = Assert("a check")(mu, pt.gt(op(mu), -1e9)) if where == "check" else mu
+        pm.Normal("y", loc, 1.0, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="FromFunctionOp: an operation that runs code"):
+        PrivateModel(model)

@@ -214,3 +214,32 @@ def test_privacy_settings_cannot_be_changed_once_the_step_is_built():
         step.plan(1)  # the step's own plan may still set its chain count
         step.setup_chain(np.random.default_rng(0), 0, 5)  # and its calibration the noise
         step.tune_interval = 10  # settings that do not define the mechanism stay free
+
+
+def test_data_changed_in_place_after_the_step_is_refused():
+    # The step computes with the container's own array: written to in place, the data
+    # compared equal with itself, and an index array was no longer in its table's range.
+    group = np.arange(10) % 3
+    with pm.Model():
+        gd = pm.Data("g", group)
+        a = pm.Normal("a", shape=3)
+        pm.Normal("y", a[gd], 1, observed=np.zeros(10))
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
+        gd.get_value(borrow=True)[:2] = 10**6
+        with pytest.raises(ValueError, match="changed in place after the step was built"):
+            step.setup_chain(np.random.default_rng(0), 0, 10)
+    assert step.guard.reservations() == []
+
+
+def test_a_chain_started_at_per_person_values_is_refused_before_reserving():
+    # initvals reach the chain's start unchecked: with no proposal accepted, the first draws
+    # of a per-person latent were the observations themselves.
+    y = np.random.default_rng(0).normal(3.0, 1.0, 20)
+    with pm.Model():
+        u = pm.Normal("u", 0, 10, shape=20)
+        pm.Normal("y", u, 1.0, observed=y)
+        step = pymc_dp.DPPenalty(eps=0.1, clip_bound=1.0, warmup=False, chains=1)
+        with pytest.raises(UnsupportedModelError, match="one entry per individual for 'u'"):
+            pymc_dp.sample(step=step, chains=1, draws=5, tune=0, progressbar=False,
+                           initvals={"u": y}, random_seed=0, compute_convergence_checks=False)
+    assert step.guard.reservations() == []
