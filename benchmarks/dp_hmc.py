@@ -186,7 +186,7 @@ def _time_dphmc(bm, draws, seed, n_steps, step_size, gradients="auto", used=None
     with bm.model:
         step = DPHMC(
             eps=1e3, grad_clip=1.0, loglik_clip=2.0, n_steps=n_steps, step_size=step_size,
-            adapt_step_size=False, chains=1,
+            adapt_step_size=False, chains=1, initial_point={"theta": bm.true_theta},
         )
         if gradients != "auto":
             step.private_model.compile_gradients(gradients)
@@ -313,6 +313,7 @@ def run_mmd(bm, settings, eps_list, args, label, thesis=None):
                         eps=eps, grad_clip=s["grad_clip"], loglik_clip=s["loglik_clip"],
                         n_steps=s["n_steps"], step_size=s["step_size"], budget_split=split,
                         adapt_step_size=tune > 0, chains=1,
+                        initial_point={bm.var_name: starts[c]},
                     )
                     idata = pymc_dp.sample(
                         step=step, draws=K - tune, tune=tune, chains=1, cores=1,
@@ -376,7 +377,8 @@ def run_penalty(bm, eps_list, args, label, tau=0.1, scaling=2e-4, clip_bound=45.
             seed = int(2_000_003 * (args.seed + 1) + 7919 * int(round(eps * 100)) + c)
             with bm.model:
                 step = pymc_dp.DPPenalty(eps=eps, clip_bound=clip_bound, proposal="guided",
-                                         scaling=scaling, chains=1)
+                                         scaling=scaling, chains=1,
+                                         initial_point={bm.var_name: starts[c]})
                 idata = pymc_dp.sample(step=step, draws=K, tune=0, chains=1, cores=1,
                                        random_seed=seed, initvals={bm.var_name: starts[c]},
                                        **SAMPLE)

@@ -169,6 +169,7 @@ def run_chain(bm, eps, iterations, start, seed, cfg, tune):
             proposal="guided",
             scaling=cfg["scaling"],
             chains=1,
+            initial_point={bm.var_name: start},
         )
         idata = pymc_dp.sample(
             step=step,

@@ -80,7 +80,8 @@ SAMPLE = dict(tune=0, chains=1, cores=1, progressbar=False, compute_convergence_
 
 def _banana(n, seed):
     bm = banana(n=n, d=2, seed=seed)
-    return types.SimpleNamespace(model=bm.model, data=[bm.data], start={"theta": bm.true_theta})
+    start = {"theta": bm.true_theta}
+    return types.SimpleNamespace(model=bm.model, data=[bm.data], start=start, point=start)
 
 
 def _regression(n, seed):
@@ -91,7 +92,9 @@ def _regression(n, seed):
         xd = pm.Data("x", x)
         a, b = pm.Normal("a", 0.0, 10.0), pm.Normal("b", 0.0, 10.0)
         pm.Normal("y", a + b * xd, pm.HalfNormal("sigma", 5.0), observed=y)
-    return types.SimpleNamespace(model=model, data=[x, y], start={"a": 1.0, "b": 2.0, "sigma": 1.0})
+    return types.SimpleNamespace(model=model, data=[x, y], start={"a": 1.0, "b": 2.0, "sigma": 1.0},
+                                 point={k: np.array(v) for k, v in
+                                        {"a": 1.0, "b": 2.0, "sigma_log__": 0.0}.items()})
 
 
 MODELS = {"banana": _banana, "regression": _regression}
@@ -99,7 +102,7 @@ MODELS = {"banana": _banana, "regression": _regression}
 
 def _run_dp_penalty(bm, draws, seed):
     with bm.model:
-        step = pymc_dp.DPPenalty(**SETTINGS)
+        step = pymc_dp.DPPenalty(**SETTINGS, initial_point=bm.point)
         start = time.process_time()
         pymc_dp.sample(step=step, draws=draws, random_seed=seed, initvals=bm.start, **SAMPLE)
         return time.process_time() - start

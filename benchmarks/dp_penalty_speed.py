@@ -54,6 +54,7 @@ def _time_dp_penalty(bm, draws, seed, proposal):
     with bm.model:
         step = pymc_dp.DPPenalty(
             eps=1.0, clip_bound=1.8, proposal=proposal, scaling=0.008, chains=1,
+            initial_point={"theta": bm.true_theta},
         )
         start = _clock()
         pymc_dp.sample(

@@ -161,6 +161,7 @@ def run_minibatch_penalty(flat, eps, K, start, seed, cfg, tempering):
         step = MinibatchDPPenalty(
             eps=eps, batch_size=cfg["batch_size"], clip_bound=cfg["clip_bound"],
             tempering=tempering, proposal=cfg["proposal"], scaling=cfg["scaling"], chains=1,
+            initial_point={flat.var_name: start},
         )
         return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
                               initvals={flat.var_name: start}, **SAMPLE)
@@ -169,7 +170,7 @@ def run_minibatch_penalty(flat, eps, K, start, seed, cfg, tempering):
 def run_barker(flat, eps, K, start, seed, tempering):
     with flat.model:
         step = DPBarker(eps=eps, batch_size=BARKER["batch_size"], tempering=tempering,
-                        scaling=BARKER["scaling"], chains=1)
+                        scaling=BARKER["scaling"], chains=1, initial_point={flat.var_name: start})
         return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
                               initvals={flat.var_name: start}, **SAMPLE)
 
@@ -177,7 +178,8 @@ def run_barker(flat, eps, K, start, seed, tempering):
 def run_dppenalty(tempered, eps, K, start, seed):
     with tempered.model:
         step = pymc_dp.DPPenalty(eps=eps, clip_bound=DPP["clip_bound"] * tempered.tempering,
-                                 scaling=DPP["scaling"], chains=1)
+                                 scaling=DPP["scaling"], chains=1,
+                                 initial_point={tempered.var_name: start})
         return pymc_dp.sample(step=step, draws=K, tune=0, random_seed=seed,
                               initvals={tempered.var_name: start}, **SAMPLE)
 
@@ -254,7 +256,8 @@ def _cpu():
 
 def _time(bm, make_step, draws, seed):
     with bm.model:
-        step = make_step()
+        # (a private step starts only where it checked: its initial_point)
+        step = make_step(initial_point={bm.var_name: bm.true_theta})
         start = _cpu()
         pymc_dp.sample(step=step, draws=draws, tune=0, random_seed=seed,
                        initvals={bm.var_name: bm.true_theta}, **SAMPLE)
@@ -264,14 +267,14 @@ def _time(bm, make_step, draws, seed):
 def speed_part(args, flat, tempered):
     T = tempered.tempering
     makers = {
-        "DPPenalty (full data)": (tempered, lambda: pymc_dp.DPPenalty(
+        "DPPenalty (full data)": (tempered, lambda **kw: pymc_dp.DPPenalty(
             eps=1e3, clip_bound=DPP["clip_bound"] * T, scaling=DPP["scaling"],
-            noise_multiplier=DPP["tau"] * math.sqrt(flat.n), chains=1)),
-        "MinibatchDPPenalty b=1000": (flat, lambda: MinibatchDPPenalty(
+            noise_multiplier=DPP["tau"] * math.sqrt(flat.n), chains=1, **kw)),
+        "MinibatchDPPenalty b=1000": (flat, lambda **kw: MinibatchDPPenalty(
             eps=1e3, batch_size=1000, clip_bound=4.0, tempering=T, scaling=0.025,
-            noise_multiplier=math.sqrt(1.5), chains=1)),
-        "DPBarker b=1300": (flat, lambda: DPBarker(
-            eps=1e4, batch_size=1300, tempering=T, scaling=0.12, chains=1)),
+            noise_multiplier=math.sqrt(1.5), chains=1, **kw)),
+        "DPBarker b=1300": (flat, lambda **kw: DPBarker(
+            eps=1e4, batch_size=1300, tempering=T, scaling=0.12, chains=1, **kw)),
     }
     per_iter = {k: [] for k in makers}
     for bm, make in makers.values():  # warm-up: one-off costs

@@ -32,11 +32,13 @@ PyMC's ``Simulator`` settings ``distance``, ``sum_stat`` and ``epsilon`` belong 
 
 from __future__ import annotations
 
+import array
 import functools
 import numbers
 import sys
 import types
 import warnings
+import weakref
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -542,6 +544,12 @@ def _referents(obj) -> list[tuple[str, object]]:
     """``(how, object)`` pairs ``obj`` refers to; by default its instance state."""
     if _is_table(obj):
         return []
+    if type(obj).__module__ == "itertools":  # (iterators whose state Python cannot see)
+        raise UnsupportedModelError(
+            f"The simulator refers to an itertools.{type(obj).__name__}, whose items ABCDP "
+            "cannot see to check that they do not hold the observed data. Give the simulator "
+            "only what it needs (a function of its parameters, public constants as arguments)."
+        )
     out = []
     state = getattr(obj, "__dict__", None)
     if isinstance(state, dict):
@@ -607,7 +615,25 @@ def _(items):
 
 @_referents.register
 def _(items: dict):
-    return [(f"item {_key(k)}", v) for k, v in items.items()]
+    # (keys too: a tuple of the observations is a key like any other)
+    return [(f"item {_key(k)}", v) for k, v in items.items()] + [
+        (f"key {_key(k)}", k) for k in items if not isinstance(k, _LEAVES)
+    ]
+
+
+@_referents.register(deque)
+def _(items):
+    return [(f"item {i}", v) for i, v in enumerate(items)]
+
+
+@_referents.register
+def _(view: memoryview):
+    return [("buffer", view.obj)]
+
+
+@_referents.register
+def _(ref: weakref.ref):
+    return [("weak reference", ref())]
 
 
 @_referents.register
@@ -655,11 +681,16 @@ def _(module: types.ModuleType):
     ]
 
 
-@_referents.register(np.ndarray)
 @_referents.register(Constant)
 @_referents.register(SharedVariable)
 def _(obj):
     return []  # arrays themselves: see _held_arrays
+
+
+@_referents.register
+def _(a: np.ndarray):
+    # (an array of objects holds references, possibly to the observations)
+    return [(f"item {i}", v) for i, v in enumerate(a.ravel())] if a.dtype == object else []
 
 
 @_referents.register
@@ -749,8 +780,22 @@ def _(s: SharedVariable):
     return [np.asarray(s.get_value(borrow=True))]
 
 
+@_held_arrays.register
+def _(view: memoryview):
+    try:
+        return [np.asarray(view)]
+    except (ValueError, TypeError):  # a format NumPy does not read
+        return []
+
+
+@_held_arrays.register
+def _(arr: array.array):
+    return [np.asarray(arr)]
+
+
 @_held_arrays.register(list)
 @_held_arrays.register(tuple)
+@_held_arrays.register(deque)
 def _(items):
     # A list of numbers (y.tolist()) or of rows is an array too.
     if not items or not all(
@@ -760,7 +805,7 @@ def _(items):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return [np.asarray(items)]
+            return [np.asarray(list(items))]
     except (ValueError, TypeError):  # ragged
         return []
 

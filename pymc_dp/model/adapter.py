@@ -51,6 +51,17 @@ from pymc_dp.model.batches import RowBatches
 __all__ = ["PrivateModel"]
 
 
+def _read_only(value) -> np.ndarray:
+    """The data array the step computes with, no longer writable: written to in place (by a
+    callback, mid-chain), it would move rows and index arrays the step checked. An array
+    that is a view of another is copied first (the other could still be written to)."""
+    value = np.ascontiguousarray(value)
+    if value.base is not None:
+        value = value.copy()
+    value.flags.writeable = False
+    return value
+
+
 class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
     """Compiled per-datum log-likelihood and public prior of a PyMC model.
 
@@ -166,7 +177,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         )
         self._q = q
         self._per_datum_graph = per_datum
-        self._data_values = [np.ascontiguousarray(d.value) for d in self.datum_inputs]
+        self._data_values = [_read_only(d.value) for d in self.datum_inputs]
         self._data_digests = [data_digest(v) for v in self._data_values]
         # The gate, before anything is compiled or evaluated: the proof that row j reads
         # data row j only, and the range of every index array.

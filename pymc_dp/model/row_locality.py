@@ -43,11 +43,14 @@ with a :class:`NotRowLocal` that names the Op type (never a value).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+import os
 import weakref
 
 from functools import lru_cache
 
 import numpy as np
+import pymc
+import pytensor
 import pytensor.tensor as pt
 
 from pytensor.compile.builders import OpFromGraph
@@ -447,9 +450,38 @@ class _Registry:
         return dict(self._by_type)
 
 
+@lru_cache(maxsize=1024)
 def _from_library(cls: type) -> bool:
-    """Whether ``cls`` is defined in PyTensor or PyMC."""
-    return cls.__module__.split(".")[0] in _LIBRARIES
+    """Whether ``cls`` is defined in PyTensor or PyMC: its module says so, and so does the
+    code that computes its values (a class may name any module as its own)."""
+    if cls.__module__.split(".")[0] not in _LIBRARIES:
+        return False
+    return all(_in_library(fn) for fn in _value_code(cls))
+
+
+#: The methods by which an Op or a scalar Op computes its outputs.
+_VALUE_METHODS = ("perform", "impl", "c_code", "make_thunk")
+
+
+def _value_code(owner) -> list:
+    """The functions behind ``owner``'s :data:`_VALUE_METHODS` (a class's, resolved along
+    its MRO, or an instance's own)."""
+    found = []
+    for name in _VALUE_METHODS:
+        if isinstance(owner, type):
+            where = next((k.__dict__[name] for k in owner.__mro__ if name in k.__dict__), None)
+        else:
+            where = vars(owner).get(name) if hasattr(owner, "__dict__") else None
+        if where is not None:
+            found.append(getattr(where, "__func__", where))
+    return found
+
+
+def _in_library(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    if code is None:  # (a builtin or a NumPy function; else an object standing in for one)
+        return not callable(fn) or type(fn).__module__.split(".")[0] in ("builtins", "numpy")
+    return code.co_filename.startswith(_LIBRARY_DIRS)
 
 
 Rule = Callable[..., list]
@@ -535,6 +567,19 @@ def _known_parts(op) -> bool:
 
 
 _LIBRARIES = ("pytensor", "pymc")
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (pytensor, pymc)
+)
+
+
+#: PyTensor's Ops that run a function the user passes.
+_USER_CODE_OPS: tuple[type, ...] = (FromFunctionOp,)
+try:
+    from pytensor.link.jax.ops import JAXOp
+
+    _USER_CODE_OPS += (JAXOp,)
+except ImportError:  # (older PyTensor)
+    pass
 
 
 def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
@@ -565,8 +610,8 @@ def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
 
 
 def _runs_foreign_code(op) -> bool:
-    if isinstance(op, FromFunctionOp) or not _from_library(type(op)):
-        return True
+    if isinstance(op, _USER_CODE_OPS) or not _from_library(type(op)) or _value_code(op):
+        return True  # (the last: an instance given methods of its own)
     scalar = getattr(op, "scalar_op", None)
     if scalar is not None:
         if not _from_library(type(scalar)):

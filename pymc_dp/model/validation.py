@@ -82,7 +82,8 @@ def _refuse_foreign_ops(outputs, what: str) -> None:
             f"{what} computes with {', '.join(found)}: an operation that runs code of its own "
             "(as_op, wrap_py, or an Op defined outside PyTensor and PyMC), which may read data "
             "held in its Python code, and a private step cannot see what it reads. Write it "
-            "with PyTensor operations."
+            "with PyTensor operations (see 'What the model must look like' in "
+            "docs/private-mcmc.md)."
         )
 
 

@@ -746,6 +746,16 @@ def trimmed_dirichlet(name: str, a, *, min_prob: float, **kwargs):
 
 
 # ---------------------------------------------------------------------- from a model
+def _cast_range(lo: float, hi: float, dtype: str) -> tuple[float, float]:
+    """The values a cast can give from [lo, hi]: a cast to an integer truncates (a value in
+    [0.9, 1.1] becomes 0 or 1), one to bool gives 0 or 1."""
+    if dtype == "bool":
+        return (0.0 if lo <= 0.0 <= hi else 1.0), (0.0 if lo == hi == 0.0 else 1.0)
+    if dtype.startswith(("int", "uint")):
+        return float(math.floor(lo)), float(math.ceil(hi))
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class _Range:
     """The range of a tensor's entries, and whether it is indexed by (or reads) data."""
@@ -863,8 +873,10 @@ class _RangeFinder:
         los = [a.lo for a in args]
         his = [a.hi for a in args]
         with np.errstate(all="ignore"):
-            if isinstance(sop, ps.Identity | ps.Cast):
+            if isinstance(sop, ps.Identity):
                 lo, hi = los[0], his[0]
+            elif isinstance(sop, ps.Cast):
+                lo, hi = _cast_range(los[0], his[0], sop.o_type.dtype)
             elif isinstance(sop, ps.Add):
                 lo, hi = sum(los), sum(his)
             elif isinstance(sop, ps.Sub):

@@ -76,7 +76,6 @@ from pymc_dp.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
-from pymc_dp.model.constants import has_rows
 
 __all__ = [
     "PrivateStep",
@@ -846,21 +845,37 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         return returned, [stats]
 
     def _refuse_data_in_start(self, q0: RaveledVars) -> None:
-        """Refuse a chain started at per-person values (``initvals`` given to ``pm.sample``
-        or ``pymc_dp.sample``): the start is the chain's draw for as long as no proposal is
-        accepted, released without noise. The step's own start and the variables'
-        ``initval`` are checked when it is built; this is the start PyMC hands the chain."""
-        n = getattr(self.private_model, "n_data", None)
-        if n is None:
+        """Refuse a chain started anywhere but at the initial point the step checked when it
+        was built (the model's, or the step's ``initial_point``). The start is the chain's
+        draw for as long as no proposal is accepted, released without noise, and nothing
+        shows that a start given to ``pm.sample`` or ``pymc_dp.sample`` (``initvals``) is
+        public: ``initvals={"mu": y.mean()}`` would publish the data's mean."""
+        pmodel = self.private_model
+        checked = getattr(pmodel, "_initial_point", None)
+        if checked is None:
             return
         start = DictToArrayBijection.rmap(q0)
-        held = [name for name, value in start.items() if has_rows([value], n)]
-        if held:
+
+        def away_from(point):
+            return [
+                name for name, value in start.items()
+                if name in point and not np.array_equal(
+                    value, np.asarray(point[name], dtype=np.asarray(value).dtype)
+                )
+            ]
+
+        # (PyMC starts at the model's own initial point, whose initial values were checked
+        # too, when the step was given another)
+        moved = away_from(checked) and away_from(pmodel.model.initial_point())
+        if moved:
             raise UnsupportedModelError(
-                f"The chain would start at an array with one entry per individual for "
-                f"{', '.join(map(repr, held))} (initvals?). The start is released as the "
-                "chain's first draws, without noise, so it must be public: give a constant "
-                "(e.g. zeros) or leave the start to the step. Nothing was reserved or read."
+                f"The chain would start away from the initial point the step checked, for "
+                f"{', '.join(map(repr, moved))} (initvals given to pm.sample or "
+                "pymc_dp.sample?). The start is released as the chain's first draws, without "
+                "noise, and a start given there cannot be checked: leave initvals out (the "
+                "warm-up picks the start privately), or give public initial values with "
+                "initval= on the variables or the step's initial_point=, which are checked "
+                "when the step is built. Nothing was reserved or read."
             )
 
     def _check_still_covers_the_model(self) -> None:

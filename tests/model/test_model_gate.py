@@ -501,3 +501,27 @@ def test_python_ops_are_refused_where_no_row_proof_runs(where):
         pm.Normal("y", loc, 1.0, observed=Y)
     with pytest.raises(UnsupportedModelError, match="FromFunctionOp: an operation that runs code"):
         PrivateModel(model)
+
+
+class _Spoofed(Op):
+    """An Op that names PyTensor's module as its own, computing from data in its closure."""
+
+    __module__ = "pytensor.tensor.basic"
+
+    def make_node(self, mu):
+        mu = pt.as_tensor(mu)
+        return Apply(self, [mu], [mu.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = np.asarray(inputs[0] - Y.mean())
+
+
+def test_an_op_that_names_a_library_module_as_its_own_is_refused():
+    # Whether an Op is PyTensor's was read off its class's __module__, which any class may
+    # set; the code that computes its values says where it comes from. (Review 26.)
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        pm.Potential("pot", -0.5 * _Spoofed()(mu) ** 2)
+        pm.Normal("y", mu, 1.0, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="_Spoofed: an operation that runs code"):
+        PrivateModel(model)

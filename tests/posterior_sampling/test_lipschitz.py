@@ -563,3 +563,19 @@ def test_module_formulas_cite_their_lemmas():
                categorical, discrete_bayesian_network):
         assert "Lemma" in fn.__doc__
     assert "Lemma 24" in lip.discrete_bayesian_network(0.1, [2]).formula
+
+
+def test_a_cast_to_an_integer_widens_the_range_it_truncates():
+    # mu = int(a), a in [0.9, 1.1]: mu is 0 or 1, not within [0.9, 1.1]; read as the
+    # identity, the bound was 0.2 against a true 1.0 (ε understated 5-fold; review 26).
+    import pytensor.tensor as pt
+
+    xs = np.linspace(-1, 1, 41)
+    with pm.Model() as m:
+        a = pm.Uniform("a", 0.9, 1.1)
+        pm.Normal("y", pt.cast(a, "int64"), 1.0, observed=xs)
+    bound = lipschitz_bound(m, data_bounds=(-1, 1))
+    mus = np.trunc(np.linspace(0.9, 1.1, 201))
+    true = max(np.ptp(-0.5 * (x - mus) ** 2 + 0.5 * (z - mus) ** 2) for x in xs for z in xs) / 2
+    assert true == pytest.approx(1.0)
+    assert bound.L >= true

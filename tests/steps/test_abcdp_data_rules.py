@@ -6,11 +6,15 @@ in ``setup_chain`` before the reservation. A chain that runs out of prior draws 
 
 from __future__ import annotations
 
+import array
+import collections
 import functools
+import itertools
 import logging
 import sys
 import types
 import warnings
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -59,6 +63,13 @@ def no_ledger(ledger) -> bool:
 def _closure_over(data):
     def simulate(rng, mu, size):
         return rng.normal(mu, 1.0, size=size) + 0 * len(data)
+
+    return simulate
+
+
+def _closure_holding(held):
+    def simulate(rng, mu, size):
+        return rng.normal(mu, 1.0, size=size) + 0.0 * (held is None)
 
     return simulate
 
@@ -196,6 +207,13 @@ HOLDING = {
     "classmethod": _ClassMethodReader(),
     "metaclass attribute": _MetaHolder(),
     "attribute of an imported module": _module_attribute_reader,
+    # (review 26: the same memory, or the values, behind containers the walk did not open)
+    "closure, a memoryview": _closure_over(memoryview(Y)),
+    "closure, a weak reference": _closure_holding(weakref.ref(Y)),
+    "closure, an object array holding it": _closure_over(np.array([Y, None], dtype=object)),
+    "closure, a deque of the values": _closure_over(collections.deque(Y)),
+    "closure, an array.array of the values": _closure_over(array.array("d", Y)),
+    "closure, a dict keyed by the values": _closure_over({tuple(Y): 1}),
 }
 
 
@@ -248,6 +266,13 @@ ORDINARY = {
     "partial with public keyword": functools.partial(_with_data, data=np.zeros(3)),
     "method of an object without data": _Holder(None).simulate,
 }
+
+
+def test_a_simulator_reaching_an_iterator_it_cannot_see_into_is_refused(tmp_path):
+    ledger = tmp_path / "ledger"
+    with pytest.raises(UnsupportedModelError, match="could not inspect a cycle"):
+        build(model_of(_closure_holding(itertools.cycle([Y]))), ledger)
+    assert no_ledger(ledger)
 
 
 @pytest.mark.parametrize("simulator", ORDINARY.values(), ids=ORDINARY.keys())

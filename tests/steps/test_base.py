@@ -225,21 +225,38 @@ def test_data_changed_in_place_after_the_step_is_refused():
         a = pm.Normal("a", shape=3)
         pm.Normal("y", a[gd], 1, observed=np.zeros(10))
         step = pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1)
-        gd.get_value(borrow=True)[:2] = 10**6
+        held = gd.get_value(borrow=True)
+        with pytest.raises(ValueError, match="read-only"):  # (a callback's write, mid-chain)
+            held[:2] = 10**6
+        held.flags.writeable = True  # (made writable again on purpose: the digest sees it)
+        held[:2] = 10**6
         with pytest.raises(ValueError, match="changed in place after the step was built"):
             step.setup_chain(np.random.default_rng(0), 0, 10)
     assert step.guard.reservations() == []
 
 
-def test_a_chain_started_at_per_person_values_is_refused_before_reserving():
+@pytest.mark.parametrize("start", ["per-person values", "their mean"])
+def test_a_chain_started_away_from_the_checked_point_is_refused_before_reserving(start):
     # initvals reach the chain's start unchecked: with no proposal accepted, the first draws
-    # of a per-person latent were the observations themselves.
+    # were the observations themselves, or their mean (a start's shape cannot show it public).
     y = np.random.default_rng(0).normal(3.0, 1.0, 20)
     with pm.Model():
         u = pm.Normal("u", 0, 10, shape=20)
         pm.Normal("y", u, 1.0, observed=y)
         step = pymc_dp.DPPenalty(eps=0.1, clip_bound=1.0, warmup=False, chains=1)
-        with pytest.raises(UnsupportedModelError, match="one entry per individual for 'u'"):
+        initvals = {"u": y if start == "per-person values" else np.full(20, y.mean())}
+        with pytest.raises(UnsupportedModelError, match="start away from the initial point the step checked, for 'u'"):
             pymc_dp.sample(step=step, chains=1, draws=5, tune=0, progressbar=False,
-                           initvals={"u": y}, random_seed=0, compute_convergence_checks=False)
+                           initvals=initvals, random_seed=0, compute_convergence_checks=False)
     assert step.guard.reservations() == []
+
+
+def test_a_chain_starts_at_the_steps_own_checked_initial_point():
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(20))
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, warmup=False, chains=1,
+                                 initial_point={**model.initial_point(), "mu": np.array(0.5)})
+        idata = pymc_dp.sample(step=step, chains=1, draws=3, tune=0, progressbar=False,
+                               random_seed=0, compute_convergence_checks=False)
+    assert idata["posterior"]["mu"].shape == (1, 3)

@@ -254,7 +254,8 @@ def test_the_gradient_method_does_not_change_the_chain(build):
         model, initvals, name = build()
         with model:
             step = DPHMC(
-                eps=4.0, grad_clip=2.0, loglik_clip=2.0, n_steps=4, step_size=0.01, chains=1
+                eps=4.0, grad_clip=2.0, loglik_clip=2.0, n_steps=4, step_size=0.01, chains=1,
+                initial_point={**model.initial_point(), **initvals},
             )
             step.private_model.compile_gradients(method)
             assert step.private_model.gradient_method == method
