@@ -106,7 +106,7 @@ def run_dp_penalty(model, eps, clip, seed, n, tune=300, draws=300):
         )
         idata = pymc_dp.sample(
             step=step, draws=draws, tune=tune, chains=2, random_seed=seed,
-            initvals={"p": 0.5}, **QUIET,
+            **QUIET,  # (the chains start at p = 0.5, the middle of the prior: PyMC's start)
         )
     post = idata.posterior["p"].values[:, draws // 2:]
     return post.ravel(), idata.attrs["dp_epsilon"], idata.attrs["dp_delta"]
@@ -122,7 +122,7 @@ def run_dp_hmc(model, eps, clip, seed, n, tune=400, draws=200):
         )
         idata = pymc_dp.sample(
             step=step, draws=draws, tune=tune, chains=2, random_seed=seed,
-            initvals={"p": 0.5}, **QUIET,
+            **QUIET,  # (the chains start at p = 0.5, the middle of the prior: PyMC's start)
         )
     post = idata.posterior["p"].values[:, draws // 2:]
     return post.ravel(), idata.attrs["dp_epsilon"], idata.attrs["dp_delta"]

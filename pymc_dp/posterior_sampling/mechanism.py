@@ -81,7 +81,12 @@ SAMPLE_KWARGS = {
     "mp_ctx": None,
     "blas_cores": None,
     "quiet": None,
-    "initvals": None,
+    "initvals": (
+        lambda v: v is None,
+        "the tempered chain's draws depend on where it starts, and a start given here cannot "
+        "be shown public (one at the data's mean has the shape of any other); leave the "
+        "start to PyMC",
+    ),
     "jitter_max_retries": None,
     "target_accept": None,
     "max_treedepth": None,
@@ -408,8 +413,8 @@ class PosteriorSampling(FixedSettings):
             (functions of all its draws, not covered by ε) for the data holder's eyes only.
         **kwargs
             Passed to ``pm.sample``; only those in ``SAMPLE_KWARGS`` (``cores``,
-            ``target_accept``, ``max_treedepth``, ``init`` without ADVI or MAP, ``initvals``,
-            ``quiet``, …), and ``progressbar`` only as False. The run is always quiet: PyMC's
+            ``target_accept``, ``max_treedepth``, ``init`` without ADVI or MAP, ``quiet``,
+            …; ``initvals`` only as None), and ``progressbar`` only as False. The run is always quiet: PyMC's
             loggers (``pymc`` and its children) are silenced and warnings dropped while it
             runs, whatever the user configured, and restored after. Anything that would show you
             the tempered chain beyond the N released draws (``callback``, ``trace``,
