@@ -544,12 +544,9 @@ def _referents(obj) -> list[tuple[str, object]]:
     """``(how, object)`` pairs ``obj`` refers to; by default its instance state."""
     if _is_table(obj):
         return []
-    if type(obj).__module__ == "itertools":  # (iterators whose state Python cannot see)
-        raise UnsupportedModelError(
-            f"The simulator refers to an itertools.{type(obj).__name__}, whose items ABCDP "
-            "cannot see to check that they do not hold the observed data. Give the simulator "
-            "only what it needs (a function of its parameters, public constants as arguments)."
-        )
+    if type(obj).__module__ == "itertools":
+        # (an iterator whose items Python cannot see: the walk refuses what it cannot inspect)
+        raise TypeError("not inspectable")
     out = []
     state = getattr(obj, "__dict__", None)
     if isinstance(state, dict):

@@ -824,7 +824,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "step reads the data without noise."
             )
         if not chain.in_ledger:
-            self._refuse_data_in_start(q0)
+            self._refuse_unchecked_start(q0)
             # The chain's whole cost, before its first read of the data. The guard refuses
             # it if other copies of the step took the budget since setup_chain checked.
             # budget: the ledger refuses a budget changed in memory since the step was built
@@ -844,7 +844,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         self._last_q = DictToArrayBijection.map(DictToArrayBijection.rmap(returned)).data.copy()
         return returned, [stats]
 
-    def _refuse_data_in_start(self, q0: RaveledVars) -> None:
+    def _refuse_unchecked_start(self, q0: RaveledVars) -> None:
         """Refuse a chain started anywhere but at the initial point the step checked when it
         was built (the model's, or the step's ``initial_point``). The start is the chain's
         draw for as long as no proposal is accepted, released without noise, and nothing
