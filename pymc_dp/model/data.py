@@ -4,6 +4,8 @@ other shared variables, and the declaration that a container is public.
 
 from __future__ import annotations
 
+import weakref
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,11 +73,21 @@ def data_containers(model: Model) -> list[Variable]:
 
 def _logp_terms(model: Model) -> list[Variable]:
     """The model's log-density terms, or none where PyMC cannot build them (a model without
-    a density, as ``pm.Simulator``'s: nothing here evaluates one)."""
+    a density, as ``pm.Simulator``'s: nothing here evaluates one). Built once per model and
+    set of variables (building them costs a tenth of a second, and a step asks six times)."""
+    variables = tuple(map(id, model.basic_RVs + model.potentials + model.deterministics))
+    cached = _LOGP_TERMS.get(model)
+    if cached is not None and cached[0] == variables:
+        return cached[1]
     try:
-        return list(model.logp(sum=False))
+        terms = list(model.logp(sum=False))
     except (NotImplementedError, TypeError, ValueError):
-        return []
+        terms = []
+    _LOGP_TERMS[model] = (variables, terms)
+    return terms
+
+
+_LOGP_TERMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def container_label(var: Variable) -> str:
