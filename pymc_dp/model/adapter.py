@@ -28,6 +28,7 @@ from pymc.model import Model, modelcontext
 from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.util import get_value_vars_from_user_vars
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 
@@ -35,7 +36,12 @@ from pymc_dp.model.per_datum_gradients import (
     clipped_scalar_count,
     clipped_scalar_sum,
 )
-from pymc_dp.model.data import data_containers, data_dependent_deterministics, numeric_value
+from pymc_dp.model.data import (
+    DatumInput,
+    data_containers,
+    data_dependent_deterministics,
+    numeric_value,
+)
 from pymc_dp.model.graphs import (
     check_backend_keeps_float64,
     require_float64,
@@ -51,14 +57,18 @@ from pymc_dp.model.batches import RowBatches
 __all__ = ["PrivateModel"]
 
 
-def _read_only(value) -> np.ndarray:
-    """The data array the step computes with, no longer writable: written to in place (by a
-    callback, mid-chain), it would move rows and index arrays the step checked. An array
-    that is a view of another is copied first (the other could still be written to)."""
-    value = np.ascontiguousarray(value)
-    if value.base is not None:
-        value = value.copy()
-    value.flags.writeable = False
+def _data_array(datum: DatumInput) -> np.ndarray:
+    """The data array the step computes with. A container's own array (``pm.Data``) is made
+    read-only: written to in place (``get_value(borrow=True)``, by a callback, mid-chain),
+    it would move rows and index arrays the step checked. (A view of another array is
+    copied first: the other could still be written to.) A NumPy array written into the
+    model stays the user's, writable: a change to it is refused before the next chain
+    (:meth:`~pymc_dp.model.probes.RowProbes.check_data_unchanged`)."""
+    value = np.ascontiguousarray(datum.value)
+    if isinstance(datum.variable, SharedVariable):
+        if value.base is not None:
+            value = value.copy()
+        value.flags.writeable = False
     return value
 
 
@@ -177,7 +187,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         )
         self._q = q
         self._per_datum_graph = per_datum
-        self._data_values = [_read_only(d.value) for d in self.datum_inputs]
+        self._data_values = [_data_array(d) for d in self.datum_inputs]
         self._data_digests = [data_digest(v) for v in self._data_values]
         # The gate, before anything is compiled or evaluated: the proof that row j reads
         # data row j only, and the range of every index array.
