@@ -11,7 +11,7 @@ import numpy as np
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
-from pytensor.scalar.basic import ScalarOp, Second
+from pytensor.scalar.basic import Second
 from pytensor.tensor.basic import Alloc, AllocEmpty, Split
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
@@ -23,7 +23,7 @@ from pytensor.tensor.subtensor import (
     Subtensor,
 )
 
-from pymc_dp.model.row_locality import NotRowLocal, datum_axes
+from pymc_dp.model.row_locality import NotRowLocal, datum_axes, inner_graph_outputs
 
 __all__ = [
     "array_constants",
@@ -54,17 +54,6 @@ def array_constants(graph_outputs: Sequence[Variable], inner: bool = False) -> l
             if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
         )
     )
-
-
-def inner_graph_outputs(op) -> list[Variable]:
-    """Outputs of the inner graph of ``op`` (or of its core Op), if it has one."""
-    inner = getattr(op, "core_op", op)
-    if isinstance(inner, ScalarOp):
-        return []  # (a Composite's scalar graph holds scalars only)
-    fgraph = getattr(inner, "fgraph", None)
-    if fgraph is not None and hasattr(fgraph, "outputs"):
-        return list(fgraph.outputs)
-    return list(getattr(inner, "inner_outputs", []))
 
 
 def constant_uses(outputs: Sequence[Variable], blockers=()):

@@ -572,6 +572,17 @@ _LIBRARY_DIRS = tuple(
 )
 
 
+def inner_graph_outputs(op) -> list[Variable]:
+    """Outputs of the inner graph of ``op`` (or of its core Op), if it has one."""
+    inner = getattr(op, "core_op", op)
+    if isinstance(inner, ScalarOp):
+        return []  # (a Composite's scalar graph holds scalars only)
+    fgraph = getattr(inner, "fgraph", None)
+    if fgraph is not None and hasattr(fgraph, "outputs"):
+        return list(fgraph.outputs)
+    return list(getattr(inner, "inner_outputs", []))
+
+
 #: PyTensor's Ops that run a function the user passes.
 _USER_CODE_OPS: tuple[type, ...] = (FromFunctionOp,)
 try:
@@ -592,8 +603,6 @@ def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
     runs (priors, potentials, a check's condition on parameters), which enter every
     acceptance test without noise. Reads the graph's structure only.
     """
-    from pymc_dp.model.constants import inner_graph_outputs
-
     found: dict[str, None] = {}
     graphs, seen = [list(outputs)], set()
     while graphs:

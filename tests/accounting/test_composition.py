@@ -38,7 +38,9 @@ from pymc_dp.accounting.events import (
     SubsampledGaussianEvent,
 )
 
-REL = 1e-9
+# (PLD's numerics move in the last digits, and a tiny δ by 1e-4, with the library versions
+# a fresh install gets; a changed route or noise scale moves them by far more)
+REL = 1e-4
 DELTA = 1e-6
 AR = "add_remove"
 
@@ -234,7 +236,8 @@ def test_each_mix_takes_its_route_and_costs_what_it_did(name):
             with pytest.raises(UnsupportedEventError):
                 query()
         else:
-            assert query() == pytest.approx(expected, rel=REL, abs=0.0)
+            # (a δ below 1e-12 is PLD's truncation noise: against budgets of 1e-5 and more)
+            assert query() == pytest.approx(expected, rel=REL, abs=1e-12)
     # δ = 0: finite only without non-pure releases.
     assert ledger.epsilon(0.0) == (ledger.pure_epsilon if route is PURE else math.inf)
 
