@@ -279,12 +279,13 @@ class Gradients:
             prior.trust_input = True
             self._gradient_rows_fn, self._prior_gradient_fn = fn, prior
 
-    def gradient_rows(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(G, ∇ log prior, −∇² log prior)`` at ``q``: G's row j is ``∇_θ ℓ_j(θ)``.
+    def gradient_rows(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(G, ∇ log prior)`` at ``q``: G's row j is ``∇_θ ℓ_j(θ)``.
 
         G (shape ``(n, dim)``) is private: the warm-up (:mod:`pymc_dp.kernels.warmup`)
-        releases only clipped, noised statistics of it. The prior's gradient and negative
-        Hessian (Jacobians included) are public. Forward mode, compiled on first use.
+        releases only clipped, noised statistics of it. The prior's gradient (Jacobians
+        included) is public; its curvature is :meth:`prior_negative_hessian`. Forward mode,
+        compiled on first use.
 
         Raises
         ------
@@ -293,10 +294,9 @@ class Gradients:
         """
         self.compile_gradient_rows()
         q = np.ascontiguousarray(q, dtype=self._q.dtype)
-        rows, prior_grad = withholding_details(
+        return withholding_details(
             "the per-datum gradients", self._gradient_rows_fn, q, *self._data_values
         )
-        return rows, prior_grad, self._prior_negative_hessian(q)
 
     def likelihood_parameters(self):
         """The likelihood's own parameters φ(θ), compiled on first use.

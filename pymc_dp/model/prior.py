@@ -101,12 +101,15 @@ class PublicPrior:
         draws = np.stack([self.ravel(draw(seed)) for seed in range(1001)])
         return np.quantile(draws, [0.05, 0.5, 0.95], axis=0)
 
-    def _prior_negative_hessian(self, q: np.ndarray) -> np.ndarray:
-        """``−∇² log prior`` by central differences of the compiled prior gradient.
+    def prior_negative_hessian(self, q: np.ndarray) -> np.ndarray:
+        """``−∇² log prior(q)`` (public) by central differences of the compiled prior gradient.
 
         The prior is public, so its curvature may be computed any way; differences avoid
         compiling a symbolic Hessian, which is slow for structured priors (LKJ). Symmetrised.
+        It costs 2·dim gradient calls: ask for it once per point, not with every row pass.
         """
+        self.compile_gradient_rows()
+        q = np.ascontiguousarray(q, dtype=self._q.dtype)
         dim = q.size
         steps = 1e-5 * np.maximum(1.0, np.abs(q))
         hessian = np.empty((dim, dim))

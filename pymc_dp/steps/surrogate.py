@@ -22,7 +22,10 @@ from pytensor.graph.replace import graph_replace
 
 from pymc_dp.kernels.surrogate import GaussianLikelihood, gaussian_likelihood, independent_rows
 
-__all__ = ["SurrogatePosterior", "surrogate_likelihood", "surrogate_posterior"]
+__all__ = [
+    "SurrogatePosterior", "SurrogateTarget", "surrogate_likelihood", "surrogate_posterior",
+    "surrogate_target",
+]
 
 #: What a sampler of a public target may raise; the caller falls back on the Gaussian.
 _SAMPLER_ERRORS = (SamplingError, ValueError, FloatingPointError, np.linalg.LinAlgError)
@@ -63,22 +66,33 @@ def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
         return None
 
 
-def surrogate_posterior(pmodel, found, start, cov, rng) -> SurrogatePosterior | None:
-    """A sampler of ``p(θ) L̃(θ)`` for a warm-up's result, started at ``start`` (a draw from
-    its Gaussian approximation, whose covariance ``cov`` is NUTS's first mass matrix), or
-    ``None`` when there is no surrogate likelihood or its sampler cannot start (the caller
-    then draws from the Gaussian approximation)."""
+def surrogate_target(pmodel, found) -> SurrogateTarget | None:
+    """The compiled target ``log p(θ) + log L̃(θ)`` for a warm-up's result, or ``None`` when
+    there is no surrogate likelihood or its target cannot be built (the caller then draws
+    from the Gaussian approximation). Public: the chains of a run share it."""
     likelihood = surrogate_likelihood(pmodel, found)
     if likelihood is None:
         return None
     try:
-        return SurrogatePosterior(pmodel, likelihood, start, cov, rng)
+        return SurrogateTarget(pmodel, likelihood)
     except _SAMPLER_ERRORS:
         return None
 
 
-class SurrogatePosterior:
-    """NUTS on ``log p(θ) + log L̃(θ)``, on the value space of a private model.
+def surrogate_posterior(target, start, cov, rng) -> SurrogatePosterior | None:
+    """A sampler of ``target`` (a :class:`SurrogateTarget`, or ``None``) started at ``start``
+    (a draw from the Gaussian approximation, whose covariance ``cov`` is NUTS's first mass
+    matrix), or ``None`` when there is no target or its sampler cannot start."""
+    if target is None:
+        return None
+    try:
+        return SurrogatePosterior(target, start, cov, rng)
+    except _SAMPLER_ERRORS:
+        return None
+
+
+class SurrogateTarget:
+    """``log p(θ) + log L̃(θ)`` on the value space of a private model, compiled once.
 
     Parameters
     ----------
@@ -86,19 +100,12 @@ class SurrogatePosterior:
         Gives the prior's graph and the likelihood's parameters φ(θ) (public graphs).
     likelihood : GaussianLikelihood
         Released: centre and precision on φ.
-    start : ndarray
-        Where the chain starts (a draw from the Gaussian approximation).
-    cov : ndarray
-        The Gaussian approximation's covariance: NUTS's first mass matrix.
-    rng : numpy.random.Generator
-        The chain's generator (a child is spawned from it).
     """
 
-    def __init__(self, pmodel, likelihood: GaussianLikelihood, start, cov, rng, tune=TUNE):
+    def __init__(self, pmodel, likelihood: GaussianLikelihood):
         q, prior = pmodel.prior_graph()
         params = pmodel.likelihood_parameters()
-        dim = pmodel.dim
-        seed = int(rng.integers(2**63))
+        self.dim = dim = pmodel.dim
         with pm.Model(model=None) as model:  # (not a child of the user's model in context)
             theta = pm.Flat("theta", shape=(dim,))
             prior_t, phi_t = graph_replace([prior, params.graph], {q: theta}, strict=False)
@@ -107,6 +114,29 @@ class SurrogatePosterior:
             if pmodel.reads_data(target):  # (fail closed; both graphs were checked apart)
                 raise ValueError("the surrogate target reads data")
             pm.Potential("target", target)
+        self.model, self.theta = model, theta
+        self.logp_dlogp = model.logp_dlogp_function([theta], ravel_inputs=True)
+        self.logp_dlogp.trust_input = True
+
+
+class SurrogatePosterior:
+    """NUTS on a :class:`SurrogateTarget`, one chain.
+
+    Parameters
+    ----------
+    target : SurrogateTarget
+        The public target (its compiled function is shared with other chains).
+    start : ndarray
+        Where the chain starts (a draw from the Gaussian approximation).
+    cov : ndarray
+        The Gaussian approximation's covariance: NUTS's first mass matrix.
+    rng : numpy.random.Generator
+        The chain's generator (a child is spawned from it).
+    """
+
+    def __init__(self, target: SurrogateTarget, start, cov, rng, tune=TUNE):
+        dim = target.dim
+        seed = int(rng.integers(2**63))
         start = np.asarray(start, dtype=float)
         child = np.random.default_rng(seed)
         with warnings.catch_warnings():  # (PyMC calls its dense adaptation experimental)
@@ -116,8 +146,8 @@ class SurrogatePosterior:
                 rng=np.random.default_rng(child.integers(2**63)),
             )
         self._nuts = pm.NUTS(
-            vars=[theta], model=model, potential=potential, target_accept=0.9,
-            rng=child, initial_point={"theta": start},
+            vars=[target.theta], model=target.model, potential=potential, target_accept=0.9,
+            rng=child, initial_point={"theta": start}, logp_dlogp_func=target.logp_dlogp,
         )
         self._info = (("theta", (dim,), dim, np.dtype("float64")),)
         self._point = start

@@ -38,7 +38,7 @@ from pymc_dp.kernels.warmup import (
     whitened_norm_quantile,
     whitening,
 )
-from pymc_dp.steps.surrogate import surrogate_posterior
+from pymc_dp.steps.surrogate import surrogate_posterior, surrogate_target
 
 __all__ = [
     "AffineView",
@@ -609,6 +609,15 @@ class PrivateWarmup:
         # generator, whether or not its warm-up was shared)
         self.__dict__.pop("_approximation", None)
 
+    def _surrogate_target(self, found):
+        """The compiled surrogate target of ``found`` (public): built once, shared by the
+        chains of a run that sample the same approximation in this process."""
+        shared = self.__dict__.get("_shared_target")
+        if shared is None or shared[0] is not found:
+            shared = (found, surrogate_target(self.private_model, found))
+            self._shared_target = shared
+        return shared[1]
+
     def _laplace_transition(self, q: np.ndarray) -> tuple[np.ndarray, dict]:
         """One draw from the private Laplace approximation (post-processing: no release)."""
         if self._warmup_result is None:
@@ -619,7 +628,7 @@ class PrivateWarmup:
             cov = found.covariance()
             factor = np.linalg.cholesky(cov)
             start = _draw_approximation(found, self.rng, factor)
-            sampler = surrogate_posterior(self.private_model, found, start, cov, self.rng)
+            sampler = surrogate_posterior(self._surrogate_target(found), start, cov, self.rng)
             cached = (found, factor, sampler)
             self._approximation = cached
         _, factor, sampler = cached
@@ -685,22 +694,13 @@ class PrivateWarmup:
     def _run_warmup(self, rng, q: np.ndarray, mu: float) -> LaplaceWarmup:
         """The warm-up's releases from θ = ``q``, spending ``mu``: the Laplace approximation."""
         pmodel = self.private_model
-        cache = {}
-
-        def rows(theta):  # one compiled pass gives the rows and the prior's two derivatives
-            key = theta.tobytes()
-            if key not in cache:
-                cache.clear()
-                cache[key] = pmodel.gradient_rows(theta)
-            return cache[key]
-
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             found = laplace_warmup(
                 rng,
                 q,
-                lambda t: rows(t)[0],
+                lambda theta: pmodel.gradient_rows(theta)[0],
                 pmodel.prior_gradient,
-                lambda t: rows(t)[2],
+                pmodel.prior_negative_hessian,
                 prior_logp_fn=pmodel.logprior,
                 likelihood_parameters=pmodel.likelihood_parameters(),
                 noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),

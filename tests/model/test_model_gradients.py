@@ -325,7 +325,7 @@ def test_copies_of_linear_outputs_keep_sensitivity_two_bound(extreme):
         assert pmodel.gradient_method == "reverse"
         q = pmodel.ravel(pmodel._initial_point) + 0.2
         clipped = pmodel.clipped_gradient(q, bound, basis)[0]
-        rows, _, _ = pmodel.gradient_rows(q)
+        rows, _ = pmodel.gradient_rows(q)
         np.testing.assert_allclose(
             clipped, clipped_vector_sum(rows @ basis, bound), rtol=1e-9, atol=1e-9
         )
@@ -649,7 +649,7 @@ def test_gradients_in_a_basis_are_the_rows_times_the_basis_clipped(method):
     assert pmodel.gradient_method == method
     q = pmodel.ravel(m.initial_point()) + 0.3
     basis = np.linalg.qr(rng.normal(size=(3, 3)))[0] * np.array([0.5, 2.0, 3.0])
-    rows, _, _ = pmodel.gradient_rows(q)
+    rows, _ = pmodel.gradient_rows(q)
     for bound in (0.5, 5.0, 500.0):
         np.testing.assert_allclose(
             pmodel.clipped_gradient(q, bound, basis)[0], clipped_vector_sum(rows @ basis, bound),

@@ -266,7 +266,9 @@ def per_person():
 
 def _sample_per_person(model, sampler=None):
     with model:
-        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, chains=1, proposal="one_component")
+        # (labels are what is tested: no warm-up, whose releases take most of the time)
+        step = pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, chains=1, proposal="one_component",
+                                 warmup=False)
         run = sampler or pymc_dp.sample
         return run(step=step, draws=5, tune=5, chains=1, random_seed=0, **SAMPLE)
 
@@ -427,7 +429,7 @@ def test_a_tempered_target_is_labelled_where_users_look():
     model = _normal_mean_model()
     with model:
         step = pymc_dp.MinibatchDPPenalty(
-            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1
+            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1, warmup=False
         )
         with pytest.warns(pymc_dp.results.TemperedTargetWarning, match="T = 0.25"):
             idata = pymc_dp.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
@@ -437,7 +439,7 @@ def test_a_tempered_target_is_labelled_where_users_look():
     # a trace of plain pm.sample says it too, from its own stats
     with model:
         step = pymc_dp.MinibatchDPPenalty(
-            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1
+            eps=4.0, clip_bound=2.0, batch_size=100, tempering=0.25, chains=1, warmup=False
         )
         trace = pm.sample(step=step, draws=20, tune=0, chains=1, random_seed=0,
                           progressbar=False, compute_convergence_checks=False)
