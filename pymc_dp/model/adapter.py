@@ -25,7 +25,6 @@ import pytensor.tensor as pt
 
 from pymc.blocking import DictToArrayBijection, RaveledVars
 from pymc.model import Model, modelcontext
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.compile.sharedvalue import SharedVariable
@@ -43,6 +42,7 @@ from pymc_dp.model.data import (
     numeric_value,
 )
 from pymc_dp.model.graphs import (
+    compile_function,
     check_backend_keeps_float64,
     require_float64,
     withholding_details,
@@ -205,13 +205,13 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
         self.gradient_method: str | None = None  # "reverse" or "forward", once compiled
         # on_unused_input: a per-datum pm.Data the likelihood does not read, or an observed
         # array PyTensor merged with an equal constant, is simply not needed.
-        self._loglik_fn = pm_compile(
+        self._loglik_fn = compile_function(
             [q, *self._placeholders], per_datum, on_unused_input="ignore", **compile_kwargs
         )
         self._loglik_fn.trust_input = True
         self._ratio_fn = None  # clipped_ratio's, compiled on first use
         self._ratio_count_fn = None  # with the count of clipped terms (clip diagnostics)
-        self._prior_fn = pm_compile([q], prior, **compile_kwargs)
+        self._prior_fn = compile_function([q], prior, **compile_kwargs)
         self._prior_fn.trust_input = True
         self._probe_rows_are_independent()
 
@@ -273,7 +273,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
             outputs = [per_datum, clipped_scalar_sum(difference, clip)]
             if count:
                 outputs.append(clipped_scalar_count(difference, clip))
-            fn = pm_compile(
+            fn = compile_function(
                 [self._q, cache, clip, *self._placeholders],
                 outputs,
                 on_unused_input="ignore",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.distributions.shape_utils import change_dist_size  # batches of rows
 from pymc.logprob.basic import logp as _rv_logp  # batches of rows
@@ -18,7 +17,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.constants import array_constants
-from pymc_dp.model.graphs import rebuild_graph, without_checks_on
+from pymc_dp.model.graphs import compile_function, rebuild_graph, without_checks_on
 
 __all__ = ["RowBatches"]
 
@@ -123,7 +122,7 @@ class RowBatches:
             inputs, output = self._rows_graph()
             what = "The log-likelihood of a batch of rows"
             self._check_graph([output], inputs[0], inputs[1:], what)
-            fn = pm_compile(inputs, output, **getattr(self, "_compile_kwargs", {}))
+            fn = compile_function(inputs, output, **getattr(self, "_compile_kwargs", {}))
         except UnsupportedModelError:
             raise
         except UnusedInputError:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc.pytensorf import compile as pm_compile
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError
 from pytensor.gradient import grad as pt_grad
@@ -24,7 +23,9 @@ from pymc_dp.model.per_datum_gradients import (
 from pymc_dp.model.row_locality import is_row_local
 from pymc_dp.model.data import numeric_value, private_data_variables, reads_any
 from pymc_dp.model.constants import constant_uses, has_rows, inner_graph_outputs
-from pymc_dp.model.graphs import as_list, require_float64, withholding_details
+from pymc_dp.model.graphs import (
+    as_list, compile_function, require_float64, withholding_details,
+)
 
 __all__ = ["Gradients"]
 
@@ -103,7 +104,7 @@ class Gradients:
         may need forward mode at some θ (reverse mode left Jacobian entries out)."""
         inputs, outputs, chosen = self._clipped_gradient_graph(method, count=count)
         # on_unused_input: as for the log-likelihood (a per-datum pm.Data it does not read)
-        fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
+        fn = compile_function(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
         fn.trust_input = True
         return fn, chosen, not isinstance(outputs[2], Constant)
 
@@ -273,9 +274,9 @@ class Gradients:
         if self._gradient_rows_fn is None:
             self.check_gradient_rows()
             inputs, outputs = self._gradient_rows_graph
-            fn = pm_compile(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
+            fn = compile_function(inputs, outputs, on_unused_input="ignore", **self._compile_kwargs)
             fn.trust_input = True
-            prior = pm_compile([self._q], outputs[1], **self._compile_kwargs)
+            prior = compile_function([self._q], outputs[1], **self._compile_kwargs)
             prior.trust_input = True
             self._gradient_rows_fn, self._prior_gradient_fn = fn, prior
 

@@ -1,24 +1,31 @@
-"""Compiling and rebuilding the adapter's graphs: errors that withhold values, a backend
-that keeps float64, graphs rebuilt with per-datum inputs of any length, data checks taken out.
+"""Compiling and rebuilding the adapter's graphs: a compiled function reused for an equal
+graph, errors that withhold values, a backend that keeps float64, graphs rebuilt with
+per-datum inputs of any length, data checks taken out.
 """
 
 from __future__ import annotations
 
+import threading
+
 from collections.abc import Sequence
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 
 from pymc.pytensorf import compile as pm_compile
-from pytensor.graph.basic import Variable
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable, equal_computations
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
 from pytensor.raise_op import CheckAndRaise
+from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import SpecifyShape
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.data import reads_any
 
 __all__ = [
+    "compile_function",
     "withholding_details",
     "as_list",
     "check_backend_keeps_float64",
@@ -26,6 +33,100 @@ __all__ = [
     "without_checks_on",
     "rebuild_graph",
 ]
+
+
+#: Compiled functions kept for reuse, most recently used last: (key, inputs, outputs,
+#: function) with a function that is never called itself (each caller gets a copy).
+_COMPILED: list[tuple[tuple, list, list, object]] = []
+_COMPILED_SIZE = 64
+_COMPILED_LOCK = threading.Lock()
+
+#: Keyword arguments of a call that may be reused, and the types their values may have.
+_REUSABLE_KWARGS = {"on_unused_input": str, "mode": str}
+
+
+def compile_function(inputs: list[Variable], outputs, **kwargs):
+    """``pymc.pytensorf.compile(inputs, outputs, **kwargs)``, reusing an earlier compilation
+    of an equal graph.
+
+    Data are inputs of the adapter's graphs (compiled on shapes, not values), so a second
+    step of a model, or a step of another model of the same form, compiles the same graphs
+    again: most of a step's set-up. A compiled function is reused only when PyTensor's
+    ``equal_computations`` finds that the graph computes the same thing from its inputs
+    (equal ops and constants, the same shared variables), the inputs are fresh variables
+    (no computed ones) that the graph reads in the same places as the earlier one's, and
+    the input and output types, the keyword arguments and the configuration of the
+    compilation are equal. Anything else is compiled afresh: graphs with random variables
+    or a negative zero among their constants (``equal_computations`` finds ``-0.0`` equal
+    to ``0.0``), and calls with keyword arguments other than a string ``mode`` or
+    ``on_unused_input``. The caller gets a copy of its own (its own storage; the compiled
+    code is shared).
+    """
+    outs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+    key = _cache_key(inputs, outs, isinstance(outputs, list | tuple), kwargs)
+    if key is None:
+        return pm_compile(inputs, outputs, **kwargs)
+    inputs = list(inputs)
+    with _COMPILED_LOCK:
+        for at, (old_key, old_inputs, old_outputs, fn) in enumerate(_COMPILED):
+            if old_key == key and _same_graph(inputs, outs, old_inputs, old_outputs):
+                _COMPILED.append(_COMPILED.pop(at))
+                return fn.copy(share_memory=False)
+    fn = pm_compile(inputs, outputs, **kwargs)
+    with _COMPILED_LOCK:
+        _COMPILED.append((key, inputs, outs, fn.copy(share_memory=False)))
+        del _COMPILED[:-_COMPILED_SIZE]
+    return fn
+
+
+def _same_graph(inputs, outputs, old_inputs, old_outputs) -> bool:
+    # equal_computations pairs the inputs, but takes a variable met in both graphs as equal
+    # to itself wherever it sits: an input of both calls must sit at the same place.
+    shared = set(inputs) & set(old_inputs)
+    if any((a in shared or b in shared) and a is not b for a, b in zip(inputs, old_inputs)):
+        return False
+    return equal_computations(outputs, old_outputs, in_xs=inputs, in_ys=old_inputs)
+
+
+def _cache_key(inputs, outputs, as_list: bool, kwargs) -> tuple | None:
+    """What must be equal for a compiled function to be reused, before the graphs are
+    compared node by node; ``None`` if the call is not to be reused."""
+    if not all(isinstance(kwargs[k], _REUSABLE_KWARGS.get(k, ())) for k in kwargs):
+        return None
+    if not all(isinstance(v, Variable) for v in [*inputs, *outputs]):
+        return None
+    # Inputs must be fresh variables (a computed one would be compared by how it is
+    # computed, not taken as given), and everything else the graph reads public leaves.
+    if any(i.owner is not None or isinstance(i, Constant) for i in inputs):
+        return None
+    for leaf in graph_inputs(outputs):
+        if leaf in inputs:
+            continue
+        if isinstance(leaf, Constant):
+            if _has_negative_zero(leaf.data):
+                return None
+        elif not isinstance(leaf, SharedVariable) or isinstance(leaf.type, RandomType):
+            return None  # (a missing input, or a generator pymc's compile would reseed)
+    try:  # (pymc's compile drops parameter checks in a model with check_bounds=False)
+        from pymc.model import modelcontext
+
+        check_bounds = modelcontext(None).check_bounds
+    except TypeError:
+        check_bounds = True
+    config = pytensor.config
+    return (
+        tuple(i.type for i in inputs),
+        tuple(o.type for o in outputs),
+        as_list,
+        tuple(sorted(kwargs.items())),
+        check_bounds,
+        (str(config.mode), config.linker, config.optimizer, config.floatX),
+    )
+
+
+def _has_negative_zero(value) -> bool:
+    value = np.asarray(value)
+    return value.dtype.kind in "fc" and bool(np.any((value == 0) & np.signbit(value.real)))
 
 
 def withholding_details(what: str, fn, *args):
@@ -74,7 +175,7 @@ def check_backend_keeps_float64(compile_kwargs: dict) -> None:
     without x64). Checked on a public number.
     """
     x = pt.scalar("x", dtype="float64")
-    value = pm_compile([x], x * 1.0, **compile_kwargs)(np.float64(0.1))
+    value = compile_function([x], x * 1.0, **compile_kwargs)(np.float64(0.1))
     if np.asarray(value).dtype != np.float64 or float(value) != 0.1:
         raise UnsupportedModelError(_FLOAT32_BACKEND)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc.pytensorf import compile as pm_compile
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import NullTypeGradError, grad
 from pytensor.graph.basic import Constant, Variable
@@ -32,6 +31,8 @@ from pytensor.scalar import basic as ps
 from pytensor.scalar import math as psm
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.subtensor import AdvancedSubtensor
+
+from pymc_dp.model.graphs import compile_function
 
 __all__ = ["LikelihoodParameters", "likelihood_frontier"]
 
@@ -212,9 +213,13 @@ class LikelihoodParameters:
         kwargs = dict(compile_kwargs or {})
         #: φ's graph, a function of ``theta`` and public constants only
         self.graph, self.theta = phi, theta
-        self._phi_fn = pm_compile([theta], phi, **kwargs)
-        self._by_index_fn = pm_compile([theta], by_index, on_unused_input="ignore", **kwargs)
-        self._vjp_fn = pm_compile([theta, weights], vjp, on_unused_input="ignore", **kwargs)
+        self._phi_fn = compile_function([theta], phi, **kwargs)
+        self._by_index_fn = compile_function(
+            [theta], by_index, on_unused_input="ignore", **kwargs
+        )
+        self._vjp_fn = compile_function(
+            [theta, weights], vjp, on_unused_input="ignore", **kwargs
+        )
         self._dtype = theta.dtype
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
