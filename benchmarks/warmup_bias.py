@@ -51,6 +51,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit, ndtri
 
 from pymc_dp.accounting.gaussian import max_gaussian_mu
 from pymc_dp.kernels.warmup import laplace_warmup
@@ -59,17 +60,28 @@ from pymc_dp.steps.warmup import DEFAULT_WARMUP
 PRIOR_PRECISION = 1e-2  # every coordinate of θ ~ N(0, 10²)
 
 
-def _gaussian_rows(y, design):
-    """Per-datum gradients of N(y | design·b, e^s) in θ = (b, s), and a start for Newton's
-    method on the exact posterior (least squares)."""
+def _antithetic(rng, n, draws):
+    """``draws`` arrays of n uniforms in pairs u, 1 − u (as the library draws them)."""
+    half = [np.clip(rng.random(n), 1e-12, 1 - 1e-12) for _ in range(draws // 2)]
+    return [v for u in half for v in (u, 1.0 - u)]
 
-    def rows(q):
+
+def _gaussian_rows(y, design):
+    """Per-datum gradients of N(y | design·b, e^s) in θ = (b, s), the same at outcomes
+    simulated at θ (the replicates), and a start for Newton's method on the exact posterior
+    (least squares)."""
+
+    def rows_at(q, y):
         b, s = q[:-1], q[-1]
         r = (y - design @ b) * np.exp(-s)
         return np.column_stack([(r * np.exp(-s))[:, None] * design, r**2 - 1.0])
 
+    def replicates(q, rng, draws):
+        return [rows_at(q, design @ q[:-1] + np.exp(q[-1]) * ndtri(u))
+                for u in _antithetic(rng, len(y), draws)]
+
     b = np.linalg.lstsq(design, y, rcond=None)[0]
-    return rows, np.r_[b, np.log(np.std(y - design @ b))]
+    return (lambda q: rows_at(q, y)), np.r_[b, np.log(np.std(y - design @ b))], replicates
 
 
 def normal(n, rng):
@@ -84,11 +96,20 @@ def linear(n, rng):
 
 
 def logistic(n, rng):
+    """The well-scaled logistic regression of ``benchmarks/warmup_laplace.py``."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from warmup_laplace import logistic_problem
+    from warmup_laplace import BETAS, SCALES
 
-    rows = logistic_problem("well scaled", n, rng)[0]
-    return rows, np.zeros(5), ["alpha", "b1", "b2", "b3", "b4"]
+    x = np.c_[np.ones(n), rng.normal(size=(n, 4)) * np.asarray(SCALES["well scaled"])]
+    y = rng.uniform(size=n) < expit(x @ np.asarray(BETAS["well scaled"]))
+
+    def rows_at(q, y):
+        return (y - expit(np.clip(x @ q, -500, 500)))[:, None] * x
+
+    def replicates(q, rng, draws):
+        return [rows_at(q, u < expit(x @ q)) for u in _antithetic(rng, n, draws)]
+
+    return (lambda q: rows_at(q, y)), np.zeros(5), replicates, ["alpha", "b1", "b2", "b3", "b4"]
 
 
 PROBLEMS = {f.__name__: f for f in (normal, linear, logistic)}
@@ -120,16 +141,19 @@ def main(argv=None) -> None:
                         help="the plan's clip margin (default: the library's)")
     parser.add_argument("--quantile", type=float, default=None,
                         help="the plan's clip quantile (default: the library's)")
+    parser.add_argument("--replicates", type=int, default=None,
+                        help="the plan's simulated outcomes per iteration (default: the "
+                        "library's; 0: the plain clipped gradient)")
     parser.add_argument("--start", choices=["zero", "mode", "mirror"], default="zero",
                         help="where the warm-up starts: θ = 0 (PyMC's usual start on these "
                         "problems), the exact mode, or as far beyond the mode as 0 is before it")
     args = parser.parse_args(argv)
-    changes = {k: v for k, v in (("clip_margin", args.clip_margin), ("quantile", args.quantile))
-               if v is not None}
+    changes = {k: v for k, v in (("clip_margin", args.clip_margin), ("quantile", args.quantile),
+                                 ("replicates", args.replicates)) if v is not None}
     plan = dataclasses.replace(DEFAULT_WARMUP, **changes)
     print(f"{plan}\nerror of the mode in exact posterior sds: mean ± se / rms over seeds")
     for name in args.problems:
-        rows, start, names = PROBLEMS[name](args.n, np.random.default_rng(1))
+        rows, start, replicates, names = PROBLEMS[name](args.n, np.random.default_rng(1))
         d = len(names)
         mode, sds = exact_mode(rows, start)
         prior = PRIOR_PRECISION * np.eye(d)
@@ -144,6 +168,8 @@ def main(argv=None) -> None:
                         lambda q: -PRIOR_PRECISION * q, lambda q: prior,
                         noise_multipliers=noise, quantile=plan.quantile,
                         clip_margin=plan.clip_margin,
+                        replicates_fn=(lambda q, r: replicates(q, r, plan.replicates))
+                        if plan.replicates else None,
                     )
                 errors.append((found.mean - mode) / sds)
             errors = np.array(errors)

@@ -57,6 +57,12 @@ class WarmupPlan:
     split : tuple of four floats
         Shares of each iteration's μ for the gradient-norm histogram, the gradient, the
         Hessian-norm histogram and the Hessian, in the order of :meth:`events`.
+    replicates : int
+        Outcomes simulated from the model per person and iteration (an even number:
+        antithetic pairs) to take the clipping bias out of the gradient release
+        (:mod:`pymc_dp.kernels.score_correction`); 0 releases the plain clipped sum. Costs
+        no budget (the release keeps its sensitivity) and one pass over the data per
+        replicate; models whose outcomes cannot be simulated row by row run without.
     """
 
     share: float = 0.5
@@ -65,6 +71,7 @@ class WarmupPlan:
     clip_margin: float = 1.5
     growth: float = 1.3
     split: tuple[float, float, float, float] = (0.05, 0.6, 0.05, 0.3)
+    replicates: int = 16
 
     def __post_init__(self):
         if not 0.0 < self.share < 1.0:
@@ -81,6 +88,10 @@ class WarmupPlan:
             raise ValueError("growth must be a finite number >= 1")
         if len(self.split) != 4 or not all(s > 0 for s in self.split):
             raise ValueError("split must be four positive shares")
+        if isinstance(self.replicates, bool) or not (
+            isinstance(self.replicates, int) and self.replicates >= 0 and self.replicates % 2 == 0
+        ):
+            raise ValueError("replicates must be an even int >= 0 (antithetic pairs)")
 
     def mu(self, chain_mu: float) -> float:
         """The μ the warm-up of one chain spends."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "clipped_count", "clipped_row_count", "clipped_scalars", "clipped_sum", "clipped_vector_sum",
+    "clipped_count", "clipped_row_count", "clipped_rows", "clipped_scalars", "clipped_sum",
+    "clipped_vector_sum",
 ]
 
 
@@ -42,15 +43,11 @@ def clipped_scalars(values: np.ndarray, bound: float) -> np.ndarray:
 
 
 def clipped_vector_sum(values: np.ndarray, bound: float) -> np.ndarray:
-    """``Σ_j clip_b(v_j)`` for the rows ``v_j`` of ``values`` (shape ``(n, d)``), in ℓ2 norm.
+    """``Σ_j clip_b(v_j)`` for the rows ``v_j`` of ``values`` (shape ``(n, d)``), in ℓ2 norm:
+    the sum of :func:`clipped_rows`.
 
-    Each row is scaled by ``min(1, bound / ‖v_j‖₂)``, so it has norm at most ``bound`` and
-    replacing one datum changes the sum by at most ``2 · bound`` in ℓ2 norm. A zero row stays
-    zero (no division by zero), and a row with a non-finite entry, or whose squared norm
-    overflows, counts as zero: any vector of norm ≤ ``bound`` keeps the sensitivity, and zero
-    says nothing about the datum.
-
-    This is the reference of the compiled per-datum gradient clipping of
+    Replacing one datum changes the sum by at most ``2 · bound`` in ℓ2 norm. This is the
+    reference of the compiled per-datum gradient clipping of
     :meth:`pymc_dp.model.PrivateModel.clipped_gradient`.
 
     Examples
@@ -58,15 +55,32 @@ def clipped_vector_sum(values: np.ndarray, bound: float) -> np.ndarray:
     >>> clipped_vector_sum(np.array([[3.0, 4.0], [0.0, 0.0], [np.nan, 1.0], [0.3, 0.4]]), 1.0)
     array([0.9, 1.2])
     """
+    return clipped_rows(values, bound).sum(axis=0)
+
+
+def clipped_rows(values: np.ndarray, bound: float) -> np.ndarray:
+    """Each row ``v_j`` of ``values`` (shape ``(n, d)``) scaled by ``min(1, bound / ‖v_j‖₂)``.
+
+    Every row then has norm at most ``bound``. A zero row stays zero (no division by zero),
+    and a row with a non-finite entry, or whose squared norm overflows, becomes zero: any
+    vector of norm ≤ ``bound`` keeps the sensitivity, and zero says nothing about the datum.
+
+    Examples
+    --------
+    >>> clipped_rows(np.array([[3.0, 4.0], [np.inf, 1.0], [0.3, 0.4]]), 1.0)
+    array([[0.6, 0.8],
+           [0. , 0. ],
+           [0.3, 0.4]])
+    """
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"values must be a 2-d array (n, d), got shape {values.shape}")
     with np.errstate(over="ignore", invalid="ignore"):
         squared = np.sum(values * values, axis=1)
+        norms = np.sqrt(squared)
         finite = np.isfinite(squared)
-        scale = np.where(finite, bound / np.maximum(np.sqrt(squared), bound), 0.0)
-        rows = np.where(finite[:, None], values * scale[:, None], 0.0)
-    return rows.sum(axis=0)
+        scale = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
+        return np.where(finite[:, None], values * np.where(finite, scale, 0.0)[:, None], 0.0)
 
 
 def clipped_count(values: np.ndarray, bound: float) -> int:

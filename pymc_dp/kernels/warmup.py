@@ -49,6 +49,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pymc_dp.kernels.clipping import clipped_rows
+from pymc_dp.kernels.score_correction import debiased_rows
 from pymc_dp.kernels.curvature import (
     CurvaturePool,
     hessian_columns,
@@ -233,18 +235,6 @@ def noisy_block_quantiles(
     return np.array(out)
 
 
-def _clip_rows(grads: np.ndarray, bound: float) -> np.ndarray:
-    """Rows scaled to ℓ2 norm ≤ bound; rows with a non-finite entry become zero."""
-    grads = np.asarray(grads, dtype=float)
-    finite = np.all(np.isfinite(grads), axis=1)
-    safe = np.where(finite[:, None], grads, 0.0)
-    with np.errstate(over="ignore"):
-        norms = np.sqrt(np.sum(safe**2, axis=1))
-    scale = np.where(norms > bound, bound / np.where(norms > 0, norms, 1.0), 1.0)
-    scale = np.where(np.isfinite(norms), scale, 0.0)
-    return safe * scale[:, None]
-
-
 def row_norms(grads: np.ndarray) -> np.ndarray:
     """ℓ2 norms of the rows (private; only ever enters :func:`noisy_quantile`)."""
     grads = np.asarray(grads, dtype=float)
@@ -262,7 +252,7 @@ def noisy_clipped_sum(
     rng: np.random.Generator, grads: np.ndarray, *, clip: float, noise_multiplier: float
 ) -> np.ndarray:
     """One release: ``Σ_j clip_C(g_j) + N(0, (2 C z)² I)`` (Δ₂ = 2C under replace-one)."""
-    return _noisy_sum(rng, _clip_rows(grads, clip), clip, noise_multiplier)
+    return _noisy_sum(rng, clipped_rows(grads, clip), clip, noise_multiplier)
 
 
 
@@ -392,6 +382,7 @@ def laplace_warmup(
     trust_radius: float = 1e4,
     grid: np.ndarray = DEFAULT_GRID,
     likelihood_parameters=None,
+    replicates_fn=None,
 ) -> LaplaceWarmup:
     """Noisy Newton iterations from ``q0``: four Gaussian releases per iteration.
 
@@ -432,6 +423,12 @@ def laplace_warmup(
     :func:`_retry_radius`); ``clip`` is that
     iterate's clip bound C (a quantile of gradient norms, which the samplers' clipping
     needs).
+
+    ``replicates_fn(q, rng)``, if given, returns per-datum gradients (rows, like
+    ``grads_fn``'s) at outcomes simulated from the model at ``q``, one array per replicate;
+    the gradient release 2 is then the debiased clipped sum of
+    :func:`~pymc_dp.kernels.score_correction.debiased_rows` (same sensitivity, no clipping
+    bias under the model).
     """
     zs = np.asarray(noise_multipliers, dtype=float)
     if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
@@ -490,7 +487,13 @@ def laplace_warmup(
             )
             w, grads = scale[:, None] * w, grads * scale
         clip = _at_most_grown(clip_margin * bound, clip, t)
-        grad_sum = noisy_clipped_sum(rng, grads, clip=clip, noise_multiplier=z_grad)
+        rows = grads
+        if replicates_fn is not None:  # (the replicates' rows in the release coordinates)
+            simulated = [
+                chart.rows_at(lambda _, r=r: r, q, lift) @ w.T for r in replicates_fn(q, rng)
+            ]
+            rows = debiased_rows(grads, simulated, clip)
+        grad_sum = noisy_clipped_sum(rng, rows, clip=clip, noise_multiplier=z_grad)
         column = chart.hessian_columns(grads_fn, q, w, lift)
         hess_norms = matrix_row_norms(column, d)
         # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n. (Four

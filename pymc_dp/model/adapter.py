@@ -53,6 +53,7 @@ from pymc_dp.model.validation import ModelChecks
 from pymc_dp.model.gradients import Gradients
 from pymc_dp.model.prior import PublicPrior
 from pymc_dp.model.batches import RowBatches
+from pymc_dp.model.replicates import Replicates
 
 __all__ = ["PrivateModel"]
 
@@ -72,7 +73,7 @@ def _data_array(datum: DatumInput) -> np.ndarray:
     return value
 
 
-class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches):
+class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, Replicates):
     """Compiled per-datum log-likelihood and public prior of a PyMC model.
 
     Parameters

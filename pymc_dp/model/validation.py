@@ -320,7 +320,7 @@ class ModelChecks:
             )
 
     def _check_graph(
-        self, outputs, q, row_inputs, what: str, public=(), parameters=None
+        self, outputs, q, row_inputs, what: str, public=(), parameters=None, row_values=None
     ) -> None:
         """Refuse ``outputs`` unless proven row-local and its index arrays in range.
 
@@ -332,6 +332,7 @@ class ModelChecks:
         operation's type. Then every integer index array must lie in its table
         (:mod:`pymc_dp.model.index_bounds`). Both read shapes and structure, and the smallest
         and largest index entries, only to refuse; nothing of them is returned or printed.
+        ``row_values``: the values of ``row_inputs`` when they are more than the data.
         """
         # (the proof meets only the Ops that compute values; a check's condition on
         # parameters alone is kept without one, and runs at every evaluation all the same)
@@ -345,7 +346,8 @@ class ModelChecks:
         check_index_bounds(
             outputs,
             [q, *parameters, *row_inputs],
-            [point, *parameters.values(), *self._data_values],
+            [point, *parameters.values(), *(self._data_values if row_values is None
+                                            else row_values)],
         )
 
 

@@ -269,6 +269,8 @@ class PrivateWarmup:
                 f"{err} The private warm-up that chooses the start, proposal shape and clip "
                 "bounds needs gradients: give the settings by hand and warmup=False."
             ) from None
+        if self.warmup.replicates:
+            self.private_model.can_replicate()  # (its graph is checked now, not mid-run)
         self._sampling_mu_allotment(self.planned_chains)  # the warm-up's μ, until calibrated
 
     def _warmup_share(self) -> float:
@@ -691,6 +693,15 @@ class PrivateWarmup:
             self._view = AffineView(pmodel)
         return start
 
+    def _replicates_fn(self):
+        """The warm-up's simulated gradients (:mod:`pymc_dp.model.replicates`), or ``None``
+        where the plan asks for none or the model's outcomes cannot be simulated row by
+        row (decided on the graph alone)."""
+        pmodel, draws = self.private_model, self.warmup.replicates
+        if not draws or not pmodel.can_replicate():
+            return None
+        return lambda theta, rng: pmodel.replicate_gradient_rows(theta, rng, draws)
+
     def _run_warmup(self, rng, q: np.ndarray, mu: float) -> LaplaceWarmup:
         """The warm-up's releases from θ = ``q``, spending ``mu``: the Laplace approximation."""
         pmodel = self.private_model
@@ -706,6 +717,7 @@ class PrivateWarmup:
                 noise_multipliers=self.warmup.noise_multipliers(mu / self.warmup.share),
                 quantile=self.warmup.quantile,
                 clip_margin=self.warmup.clip_margin,
+                replicates_fn=self._replicates_fn(),
             )
         if not np.all(np.isfinite(found.mean)):
             # Noise took the iterate off the model's support: start where the chain was.

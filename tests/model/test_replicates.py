@@ -1,0 +1,107 @@
+"""Outcomes simulated row by row (pymc_dp.model.replicates): which models have them, that
+replicate j reads person j's record only, and that their gradients have mean zero."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_dp.model import PrivateModel
+
+
+def _regression(x, y, likelihood="normal"):
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        a = pm.Normal("a", 0.0, 5.0)
+        b = pm.Normal("b", 0.0, 5.0)
+        if likelihood == "normal":
+            pm.Normal("y", a + b * xd, pm.HalfNormal("s", 2.0), observed=y)
+        elif likelihood == "gamma":
+            shape = pm.Gamma("k", 2.0, 1.0)
+            pm.Gamma("y", alpha=shape, beta=shape / pm.math.exp(a + b * xd), observed=y)
+        elif likelihood == "censored":
+            pm.Censored("y", pm.Normal.dist(a + b * xd, pm.HalfNormal("s", 2.0)),
+                        lower=None, upper=1.5, observed=np.minimum(y, 1.5))
+        elif likelihood == "numpy":  # covariates as a NumPy array in the graph
+            pm.Normal("y", a + b * x, pm.HalfNormal("s", 2.0), observed=y)
+    return model
+
+
+def _data(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    return x, 1.0 + 0.5 * x + rng.normal(0.0, 0.8, n)
+
+
+@pytest.mark.parametrize("likelihood", ["normal", "gamma", "censored", "numpy"])
+def test_replicate_j_reads_person_js_record_only(likelihood):
+    x, y = _data()
+    y = np.abs(y) + 0.1 if likelihood == "gamma" else y
+    pmodel = PrivateModel(_regression(x, y, likelihood))
+    assert pmodel.can_replicate()
+    q = np.full(pmodel.dim, 0.3)
+    base = pmodel.replicate_gradient_rows(q, np.random.default_rng(5), 4)
+    x2, y2 = x.copy(), y.copy()
+    x2[17], y2[17] = 40.0, y[17] * 3.0 + 1.0  # person 17 replaced
+    moved = PrivateModel(_regression(x2, y2, likelihood)).replicate_gradient_rows(
+        q, np.random.default_rng(5), 4)
+    for a, b in zip(base, moved):
+        assert np.flatnonzero(np.any(a != b, axis=1)).tolist() == [17]
+
+
+def test_the_replicates_gradients_have_mean_zero_under_the_model():
+    x, y = _data(n=2000)
+    pmodel = PrivateModel(_regression(x, y))
+    q = np.array([0.2, 0.4, -0.3])
+    sums = np.array([r.sum(0) for r in pmodel.replicate_gradient_rows(
+        q, np.random.default_rng(3), 64)])
+    # (antithetic pairs are the independent draws; a pair's mean is often exactly 0, so
+    # the scale is that of single draws: conservative)
+    scale = sums.std(0, ddof=1) / np.sqrt(len(sums) // 2)
+    assert np.all(np.abs(sums.mean(0)) < 4.0 * scale)
+    # and they are not the data's own gradients (whose sum is far from zero at this q)
+    data = pmodel.gradient_rows(q)[0].sum(0)
+    assert np.any(np.abs(data - sums.mean(0)) > 40 * scale)
+
+
+def test_same_generator_same_replicates():
+    x, y = _data()
+    pmodel = PrivateModel(_regression(x, y))
+    q = np.zeros(pmodel.dim)
+    a = pmodel.replicate_gradient_rows(q, np.random.default_rng(9), 4)
+    b = pmodel.replicate_gradient_rows(q, np.random.default_rng(9), 4)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+
+
+def _poisson():
+    with pm.Model() as m:
+        lam = pm.Gamma("lam", 2.0, 1.0)
+        pm.Poisson("y", lam, observed=np.arange(10) % 3)
+    return m
+
+
+def _mvnormal():
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        pm.MvNormal("y", mu, np.eye(2), observed=np.ones((10, 2)))
+    return m
+
+
+def _chained():  # the second outcome's distribution reads the first's observed value
+    rng = np.random.default_rng(0)
+    y1 = rng.normal(size=10)
+    with pm.Model() as m:
+        a = pm.Normal("a")
+        first = pm.Normal("y1", a, 1.0, observed=y1)
+        pm.Normal("y2", first, 1.0, observed=y1 + rng.normal(size=10))
+    return m
+
+
+
+
+@pytest.mark.parametrize("build", [_poisson, _mvnormal, _chained])
+def test_models_without_a_row_by_row_simulation_have_no_replicates(build):
+    pmodel = PrivateModel(build())
+    assert not pmodel.can_replicate()
+    with pytest.raises(ValueError, match="cannot be simulated"):
+        pmodel.replicate_gradient_rows(np.zeros(pmodel.dim), np.random.default_rng(0), 2)
