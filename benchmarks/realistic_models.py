@@ -45,13 +45,14 @@ One private run per cell says little: its error is mostly the draw of its own re
 ``--repeats R`` makes R runs per model, n, ε and step, each with its own seed (the first
 with the seed a single run has), labelled ``step#r``; ``--warmup-iterations K`` gives every
 step ``warmup=WarmupPlan(iterations=K)`` (the library's default plan otherwise), to compare
-warm-up lengths on the same seeds.
+warm-up lengths on the same seeds; ``--replicates K`` likewise sets how many outcomes the
+warm-up simulates per person to take the clip's bias out of its gradient (0: none).
 
 Usage::
 
     python benchmarks/realistic_models.py [--models linear logistic ...] [--n 10000 100000]
         [--eps 1 4] [--steps DPHMC DPPenalty MinibatchDPPenalty DPBarker] [--seed 13]
-        [--draws D] [--tune T] [--repeats R] [--warmup-iterations K]
+        [--draws D] [--tune T] [--repeats R] [--warmup-iterations K] [--replicates K]
 
 e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
 linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
@@ -441,6 +442,9 @@ def main(argv=None):
                         help="private runs per model, n, ε and step, each with its own seed")
     parser.add_argument("--warmup-iterations", type=int, default=None,
                         help="the warm-up's Newton iterations (default: the library's)")
+    parser.add_argument("--replicates", type=int, default=None,
+                        help="the warm-up's simulated outcomes per person and iteration "
+                        "(default: the library's; 0: the plain clipped gradient)")
     args = parser.parse_args(argv)
 
     # PyMC's convergence messages would interleave with the table; r̂ is in it.
@@ -448,8 +452,10 @@ def main(argv=None):
         logging.getLogger(logger).setLevel(logging.CRITICAL)
     sample_kwargs = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
     step_kwargs = {}
-    if args.warmup_iterations is not None:
-        step_kwargs["warmup"] = dataclasses.replace(DEFAULT_WARMUP, iterations=args.warmup_iterations)
+    changes = {k: v for k, v in (("iterations", args.warmup_iterations),
+                                 ("replicates", args.replicates)) if v is not None}
+    if changes:
+        step_kwargs["warmup"] = dataclasses.replace(DEFAULT_WARMUP, **changes)
     print(
         f"pymc_dp {getattr(pymc_dp, '__version__', '?')}, pymc {pm.__version__}; seed {args.seed}; "
         f"private sample kwargs: {sample_kwargs or 'none (library defaults)'}; "

@@ -488,7 +488,9 @@ def laplace_warmup(
             w, grads = scale[:, None] * w, grads * scale
         clip = _at_most_grown(clip_margin * bound, clip, t)
         rows = grads
-        if replicates_fn is not None:  # (the replicates' rows in the release coordinates)
+        # (only at the high quantile: the mode is read from those iterations alone, and a
+        # middle quantile's clip is too low for the outer clip to leave the correction whole)
+        if replicates_fn is not None and level == quantile:
             simulated = [
                 chart.rows_at(lambda _, r=r: r, q, lift) @ w.T for r in replicates_fn(q, rng)
             ]

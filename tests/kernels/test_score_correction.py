@@ -6,7 +6,7 @@ import pytest
 from scipy.optimize import brentq
 
 from pymc_dp.kernels.clipping import clipped_rows
-from pymc_dp.kernels.score_correction import debiased_rows
+from pymc_dp.kernels.score_correction import MAX_CORRECTION, debiased_rows
 from pymc_dp.kernels.warmup import noisy_clipped_sum
 from pymc_dp.testing.auditing import epsilon_lower_bound
 
@@ -23,6 +23,16 @@ def test_every_row_has_norm_at_most_the_bound_whatever_the_inputs():
     assert np.all(np.linalg.norm(rows, axis=1) <= 2.0 * (1 + 1e-12))
     # without replicates the rows are the plain clipped ones
     np.testing.assert_array_equal(debiased_rows(grads, [], 2.0), clipped_rows(grads, 2.0))
+
+
+def test_a_person_whose_estimated_bias_is_large_keeps_the_plain_clipped_gradient():
+    # (the outer clip would cut most of the correction, by how the outcome fell)
+    g = np.array([[0.5, 0.0], [0.5, 0.0]])
+    reps = [np.array([[1.0 + 2 * MAX_CORRECTION * 0.99, 0.0], [1.0 + 2 * MAX_CORRECTION * 1.01, 0.0]]),
+            np.zeros((2, 2))]
+    rows = debiased_rows(g, reps, 1.0)
+    np.testing.assert_allclose(rows[0], [0.5 + MAX_CORRECTION * 0.99, 0.0])
+    np.testing.assert_allclose(rows[1], [0.5, 0.0])
 
 
 def test_row_j_reads_person_js_gradient_and_replicates_only():
@@ -46,9 +56,8 @@ def test_the_debiased_release_has_noise_sd_2cz_and_passes_an_audit():
     g, g_prime = np.zeros((n, 2)), np.zeros((n, 2))
     reps, reps_prime = [np.zeros((n, 2)) for _ in range(2)], [np.zeros((n, 2)) for _ in range(2)]
     g[0] = [5.0, 0.0]  # clipped to (1, 0), no bias estimated
-    g_prime[0] = [0.5, 0.0]
-    for r in reps_prime:  # a large estimated bias pushes the term to (−1, 0)
-        r[0] = [-1e3, 0.0]
+    g_prime[0] = [-0.8, 0.0]
+    reps_prime[0][0] = [-1.4, 0.0]  # b̂ = (0.4 + 0)/2 = 0.2 takes the term to (−1, 0)
     rows, rows_prime = debiased_rows(g, reps, 1.0), debiased_rows(g_prime, reps_prime, 1.0)
     assert np.allclose(rows.sum(0) - rows_prime.sum(0), [2.0, 0.0])
     out = np.array([noisy_clipped_sum(np.random.default_rng(s), rows, clip=1.0,
