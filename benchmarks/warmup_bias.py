@@ -31,16 +31,16 @@ here, as the library does from the PyMC model.
 Run on 2026-11-28 (2 cores; ``--seeds 20``, n = 10⁴; mean ± se / rms, exact posterior sds),
 with the default 16 replicates::
 
-    normal    ε = 1  mu -0.42 ± 0.17 / 0.87   log_sigma -0.23 ± 0.13 / 0.62
-    normal    ε = 4  mu -0.14 ± 0.07 / 0.32   log_sigma -0.10 ± 0.05 / 0.22
-    linear    ε = 1  alpha -0.32 ± 0.26 / 1.19   b1 +0.19 ± 0.21 / 0.93   b2 +0.34 ± 0.24 / 1.09
-                     b3 +0.24 ± 0.24 / 1.07   b4 -0.17 ± 0.24 / 1.08   log_sigma -1.97 ± 0.28 / 2.30
-    linear    ε = 4  alpha -0.04 ± 0.10 / 0.45   b1 +0.09 ± 0.08 / 0.37   b2 +0.10 ± 0.10 / 0.45
-                     b3 +0.10 ± 0.11 / 0.48   b4 -0.01 ± 0.09 / 0.40   log_sigma -0.26 ± 0.10 / 0.52
-    logistic  ε = 1  alpha +0.33 ± 0.24 / 1.08   b1 -0.02 ± 0.23 / 1.00   b2 +0.06 ± 0.24 / 1.03
-                     b3 +0.38 ± 0.28 / 1.26   b4 -0.04 ± 0.26 / 1.14
-    logistic  ε = 4  alpha +0.08 ± 0.09 / 0.40   b1 +0.05 ± 0.08 / 0.35   b2 +0.05 ± 0.09 / 0.40
-                     b3 +0.05 ± 0.07 / 0.33   b4 -0.01 ± 0.09 / 0.39
+    normal    ε = 1  mu -0.05 ± 0.15 / 0.67   log_sigma -0.39 ± 0.17 / 0.84
+    normal    ε = 4  mu -0.04 ± 0.05 / 0.22   log_sigma -0.21 ± 0.05 / 0.31
+    linear    ε = 1  alpha +0.50 ± 0.23 / 1.13   b1 -0.44 ± 0.21 / 1.01   b2 -0.07 ± 0.23 / 1.02
+                     b3 -0.19 ± 0.17 / 0.76   b4 -0.30 ± 0.24 / 1.09   log_sigma -1.82 ± 0.23 / 2.09
+    linear    ε = 4  alpha -0.08 ± 0.08 / 0.36   b1 -0.10 ± 0.10 / 0.45   b2 +0.06 ± 0.09 / 0.40
+                     b3 +0.05 ± 0.10 / 0.43   b4 -0.18 ± 0.09 / 0.42   log_sigma -0.26 ± 0.08 / 0.45
+    logistic  ε = 1  alpha +0.09 ± 0.19 / 0.85   b1 -0.43 ± 0.25 / 1.15   b2 -0.28 ± 0.22 / 1.01
+                     b3 +0.42 ± 0.26 / 1.20   b4 -0.31 ± 0.14 / 0.70
+    logistic  ε = 4  alpha -0.09 ± 0.08 / 0.37   b1 -0.06 ± 0.09 / 0.40   b2 +0.03 ± 0.07 / 0.32
+                     b3 +0.01 ± 0.11 / 0.47   b4 -0.06 ± 0.08 / 0.37
 
 and with ``--replicates 0``::
 
@@ -56,7 +56,7 @@ and with ``--replicates 0``::
                      b3 +0.00 ± 0.07 / 0.29   b4 +0.05 ± 0.06 / 0.28
 
 ``--start mode --seeds 40 --eps 1 --problems normal linear``: log_sigma normal −0.36 ± 0.10
-(−0.95 ± 0.10 with ``--replicates 0``), linear −0.60 ± 0.16 (−1.45 ± 0.18). Earlier, without
+(−0.95 ± 0.10 with ``--replicates 0``), linear −1.01 ± 0.17 (−1.45 ± 0.18). Earlier, without
 replicates (2026-11-27), ``--clip-margin 3 --eps 1``: normal log_sigma
 -0.68 ± 0.31 / 1.51, linear log_sigma -4.76 ± 0.62 / 5.47, logistic alpha +2.52 ± 0.62 / 3.70
 (a wider clip cuts less of the scale's tail but adds noise, and noisy Newton targets are
