@@ -24,9 +24,10 @@ import pytensor.tensor as pt
 from pymc.logprob.basic import icdf
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_dp.model.constants import constant_uses, has_rows
+from pymc_dp.model.constants import constant_uses
 from pymc_dp.model.data import numeric_value, reads_any
 from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
 from pymc_dp.model.graphs import (
@@ -47,7 +48,10 @@ class Replicates:
 
         Holds when every observed variable is a data array or container (not an expression),
         has an inverse CDF in PyMC, does not depend on another observed variable, and the
-        graph of its simulation is proven to read data row j only for row j.
+        graph of its simulation is proven to read data row j only for row j, every array
+        with one entry per person counted as per-row data. Decided by the graph and the
+        arrays' shapes alone, never their values: the answer changes what the warm-up
+        releases.
         """
         if "_replicate_graph" not in self.__dict__:
             self._replicate_graph = self._build_replicates()
@@ -83,33 +87,46 @@ class Replicates:
         # premise would fail (not its privacy). Not handled.
         if reads_any(outcomes, observed_values):
             return None
-        outcomes = rebuild_graph(
-            outcomes, {d.variable: p for d, p in zip(self.datum_inputs, self._placeholders)}
-        )
-        outcomes = [without_checks_on(o, [*self._placeholders, *uniforms]) for o in outcomes]
-        # Per-person values the placeholders did not replace (a constant folded from the data,
-        # a container not among the inputs) could be read across rows: none allowed.
-        leftovers = [c for c, _, _ in constant_uses(outcomes)] + [
-            numeric_value(v) for v in graph_inputs(outcomes) if isinstance(v, SharedVariable)
-        ]
-        if has_rows(leftovers, self.n_data):
+        placeholders = dict(zip((d.variable for d in self.datum_inputs), self._placeholders))
+        # Every other array with one entry per person (a NumPy covariate PyMC holds as a
+        # constant, a container) becomes a per-row input of its own, fed its own value,
+        # whether or not it is among the likelihood's inputs, whose list can depend on
+        # values (PyTensor merges equal constants). By shape alone: what is decided here
+        # changes what the warm-up releases, so it must not depend on the data.
+        extra = {}
+        for var in graph_inputs(outcomes):
+            if var in placeholders or not isinstance(var, Constant | SharedVariable):
+                continue
+            shape = np.shape(numeric_value(var))
+            if self.n_data not in shape:
+                continue
+            if shape[0] != self.n_data:  # (a per-person axis that is not the first)
+                return None
+            extra[var] = pt.tensor(dtype=var.dtype, shape=(None, *var.type.shape[1:]),
+                                   name=f"per_row_{len(extra)}")
+        outcomes = rebuild_graph(outcomes, {**placeholders, **extra})
+        row_inputs = [*self._placeholders, *uniforms, *extra.values()]
+        outcomes = [without_checks_on(o, row_inputs) for o in outcomes]
+        # (one left inside an inner graph cannot be fed row by row: none allowed)
+        if any(self.n_data in np.shape(c.data) for c, _, _ in constant_uses(outcomes)):
             return None
         outcomes, q = join_nonshared_inputs(self._initial_point, outcomes, self.value_vars)
-        rows = [*self._placeholders, *uniforms]
         # (structure decides whether there are replicates; an index out of range, which
         # the likelihood's own check would have refused, raises like everywhere else)
         if foreign_ops(outcomes):
             return None
         try:
-            prove_rows_first(outcomes, {p: 0 for p in rows}, self.n_data)
+            prove_rows_first(outcomes, {p: 0 for p in row_inputs}, self.n_data)
         except NotRowLocal:
             return None
+        extra_values = [np.asarray(numeric_value(v)) for v in extra]
         self._check_graph(
-            outcomes, q, rows, "The simulated outcomes",
+            outcomes, q, row_inputs, "The simulated outcomes",
             row_values=[*self._data_values,
                         *(np.full((self.n_data, *self._data_values[s].shape[1:]), 0.5)
-                          for s in slots)],
+                          for s in slots), *extra_values],
         )
+        self._replicate_extra = (list(extra.values()), extra_values)
         return q, uniforms, outcomes, slots
 
     def replicate_gradient_rows(self, q: np.ndarray, rng: np.random.Generator,
@@ -126,7 +143,8 @@ class Replicates:
             raise ValueError("this model's outcomes cannot be simulated row by row")
         q_var, uniforms, outcomes, slots = self._replicate_graph
         if self._replicate_fn is None:
-            fn = compile_function([q_var, *uniforms, *self._placeholders], outcomes,
+            extra_inputs, _ = self._replicate_extra
+            fn = compile_function([q_var, *uniforms, *self._placeholders, *extra_inputs], outcomes,
                                   on_unused_input="ignore", **self._compile_kwargs)
             fn.trust_input = True
             self._replicate_fn = fn
@@ -138,7 +156,8 @@ class Replicates:
                 drawn = [np.clip(rng.random(shape), _EDGE, 1.0 - _EDGE) for shape in shapes]
             us = drawn if k % 2 == 0 else [1.0 - u for u in drawn]
             simulated = withholding_details(
-                "the simulated outcomes", self._replicate_fn, q, *us, *self._data_values
+                "the simulated outcomes", self._replicate_fn, q, *us, *self._data_values,
+                *self._replicate_extra[1],
             )
             values = list(self._data_values)
             for s, y in zip(slots, simulated):
