@@ -426,9 +426,9 @@ def laplace_warmup(
 
     ``replicates_fn(q, rng)``, if given, returns per-datum gradients (rows, like
     ``grads_fn``'s) at outcomes simulated from the model at ``q``, one array per replicate;
-    the gradient release 2 is then the debiased clipped sum of
-    :func:`~pymc_dp.kernels.score_correction.debiased_rows` (same sensitivity, no clipping
-    bias under the model).
+    in the iterations at the high quantile the gradient release 2 is then the sum of
+    :func:`~pymc_dp.kernels.score_correction.debiased_rows` (same sensitivity; most of the
+    clip's bias taken out, under the model).
     """
     zs = np.asarray(noise_multipliers, dtype=float)
     if zs.ndim != 2 or zs.shape[1] != 4 or len(zs) < 1:
