@@ -148,6 +148,7 @@ class Replicates:
                                   on_unused_input="ignore", **self._compile_kwargs)
             fn.trust_input = True
             self._replicate_fn = fn
+        self.compile_gradient_rows()
         q = np.ascontiguousarray(q, dtype=self._q.dtype)
         shapes = [(self.n_data, *self._data_values[s].shape[1:]) for s in slots]
         rows = []
@@ -162,7 +163,6 @@ class Replicates:
             values = list(self._data_values)
             for s, y in zip(slots, simulated):
                 values[s] = np.asarray(y).astype(values[s].dtype, copy=False)
-            self.compile_gradient_rows()
             rows.append(withholding_details(
                 "the per-datum gradients", self._gradient_rows_fn, q, *values
             )[0])
