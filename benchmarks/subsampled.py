@@ -5,15 +5,28 @@ Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_mode
 
 ``budget``
     How many minibatch-penalty releases fit a budget (ε, δ) at a fixed noise multiplier,
-    before and after the ledger took the smaller of its valid bounds (issue 17 item 3), as
+    before and after the ledger took the smallest of its valid bounds (issue 17 item 3), as
     ratios in one process: "RDP" is dp-accounting's RDP bound for sampling without
     replacement alone (the ledger's charge before), "ledger" is what it charges now (the
-    smaller of that and the exact Gaussian composition without subsampling). Rows: the
-    thesis' tempered-banana setting (n = 10⁵, b = 1000, z = √1.5, δ = 0.1/n) and small data
-    sets where the batch is most of the data. For comparison only, "Poisson PLD" is
-    dp-accounting's PLD accountant for *Poisson* sampling at the same rate (add/remove),
-    the Fourier accountant the thesis used: it assumes another sampling scheme than the
-    steps' fixed-size batches drawn without replacement, and is not used by the ledger.
+    smallest of the releases' own PLD for sampling without replacement, that RDP bound and
+    the exact Gaussian composition without subsampling). Rows: the thesis' tempered-banana
+    setting (n = 10⁵, b = 1000, z = √1.5, δ = 0.1/n) and small data sets where the batch is
+    most of the data. For comparison only: "worst pair", the exact cost for the pair of
+    neighbouring data sets that costs most (no valid accountant lets more fit), and
+    "thesis", the pair of the thesis' own accountant (Koskela et al.'s Fourier accountant,
+    substitute relation), both through dp-accounting's PLD. Last run (2026-11-28, one core,
+    no other load, 274 s):
+
+    ======  ====  =====  ===  ============  ============  ==========  ======
+    n       b     z      ε    RDP (before)  ledger (now)  worst pair  thesis
+    ======  ====  =====  ===  ============  ============  ==========  ======
+    10⁵     1000  1.225  1    48            344           462         185
+    10⁵     1000  1.225  2    406           1322          1896        697
+    10⁵     1000  1.225  4    1538          4702          7027        2465
+    10⁵     1000  1.225  6    3222          9623          14608       5039
+    16      16    3      2    4             6             6           1
+    48      16    3      2    8             37            40          11
+    ======  ====  =====  ===  ============  ============  ==========  ======
 
 ``mmd``
     The thesis' tempered banana, d = 2 (Table 5.1: n = 10⁵, n0 = 1000, so T = 0.01; a = 20,
@@ -44,9 +57,9 @@ Public API only (``pymc_dp.sample``, the steps, ``pymc_dp.testing.benchmark_mode
     Run lengths, as in the thesis: the noise is fixed by τ and the chain runs as many
     iterations K(ε) as the accountant allows. For the minibatch penalty K is the largest k
     for which k releases of multiplier √τ at rate b/n fit in (ε, δ) under our ledger (the
-    smaller of RDP for sampling without replacement and the unsubsampled Gaussian, RDP at
-    this rate; the thesis used a Fourier accountant for Poisson sampling, so its K is
-    larger); the step is then given (ε, δ) and K and calibrates z ≈ √τ itself. For DP
+    PLD for sampling without replacement at this rate: K = 344 at ε = 1, where the thesis'
+    accountant allows 185, see ``budget``); the step is then given (ε, δ) and K and
+    calibrates z ≈ √τ itself. For DP
     Barker K is Theorem 7's maximum (:func:`pymc_dp.accounting.barker_max_iterations`).
 
     Thesis Fig 6.3 plots these curves, but its values are not in the text; what the text
@@ -120,22 +133,36 @@ def dppenalty_iterations(eps, delta, z):
     return int(math.floor(2 * z * z * mu * (1 - 1e-12)))
 
 
-def _poisson_pld(events, delta):
-    """For comparison only: the PLD of Poisson sampling (another scheme; never charged)."""
-    from dataclasses import replace
+def _pair_pld(events, delta, relation):
+    """For comparison only: dp-accounting's PLD of a Poisson-sampled Gaussian pair at the
+    events' rate, sensitivity 1 (never charged).
 
-    return pymc_dp.accounting.pld_epsilon(
-        [replace(e, sampling="poisson", neighbouring="add_remove") for e in events], delta)
+    ``ADD_OR_REMOVE_ONE``: ``qN(1, z²) + (1−q)N(0, z²)`` against ``N(0, z²)`` and back, which
+    is exactly what two neighbouring data sets give when every other row contributes like
+    the replacing one: a lower bound for any valid accountant of batches drawn without
+    replacement. ``REPLACE_ONE``: ``qN(1, z²) + (1−q)N(0, z²)`` against
+    ``qN(−1, z²) + (1−q)N(0, z²)``, the pair of the thesis' accountant (Koskela et al.'s
+    Fourier accountant, substitute relation: ``get_delta_S(sigma=√τ, q=b/n)`` in
+    code/dp_penalty_minibatch.py of github.com/oraisa/masters-thesis)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    [e] = events
+    pld = pld_lib.from_gaussian_mechanism(
+        e.noise_multiplier, sensitivity=1.0, sampling_prob=e.sampling_rate,
+        neighboring_relation=relation).self_compose(e.count)
+    return pld.get_epsilon_for_delta(delta)
 
 
 def budget_part(args):
+    from dp_accounting import NeighboringRelation
+
     rdp = pymc_dp.accounting.rdp_epsilon
     settings = [(args.n, 1000, math.sqrt(MB_PLAIN["tau"]), eps) for eps in args.eps]
     settings += [(n, 16, 3.0, 2.0) for n in (16, 17, 20, 32, 48)]
     settings += [(1100, 1000, 2.0, 2.0)]
     print("iterations (releases) that fit (eps, delta = 0.1/n) at a fixed noise multiplier z")
     print(f"{'n':>7} {'b':>5} {'z':>6} {'eps':>4} {'RDP (before)':>12} {'ledger (now)':>12} "
-          f"{'ratio':>6} {'bound now':>29} {'Poisson PLD*':>12}")
+          f"{'ratio':>6} {'bound now':>25} {'worst pair*':>11} {'thesis**':>8}")
     rows = []
     for n, b, z, eps in settings:
         delta, q = 0.1 / n, b / n
@@ -143,15 +170,19 @@ def budget_part(args):
         after = max_subsampled_releases(eps, delta, z, q)
         bound = PrivacyLedger([SubsampledGaussianEvent(
             name="r", noise_multiplier=z, sampling_rate=q, count=max(after, 1))]).bound(delta)
-        poisson = max_subsampled_releases(eps, delta, z, q, accountant=_poisson_pld)
+        worst, thesis = (
+            max_subsampled_releases(eps, delta, z, q, accountant=lambda ev, d, r=r: _pair_pld(
+                ev, d, r))
+            for r in (NeighboringRelation.ADD_OR_REMOVE_ONE, NeighboringRelation.REPLACE_ONE))
         ratio = after / before if before else math.nan
         rows.append(dict(n=n, b=b, z=z, eps=eps, before=before, after=after, bound=bound,
-                         poisson=poisson))
+                         worst=worst, thesis=thesis))
         print(f"{n:>7} {b:>5} {z:>6.3f} {eps:>4g} {before:>12d} {after:>12d} {ratio:>6.2f} "
-              f"{bound:>29} {poisson:>12d}", flush=True)
-    print("* dp-accounting's PLD for Poisson sampling at rate b/n (add/remove): the thesis' "
-          "accountant, for another sampling scheme; not valid for batches drawn without "
-          "replacement and not used.")
+              f"{bound:>25} {worst:>11d} {thesis:>8d}", flush=True)
+    print("*  no valid accountant can let more fit: the exact cost for the worst pair of data "
+          "sets (dp-accounting's PLD of that pair).")
+    print("** the pair of the thesis' Fourier accountant (substitute relation), through "
+          "dp-accounting's PLD; see docs/subsampling.md.")
     return rows
 
 

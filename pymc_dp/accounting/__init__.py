@@ -47,6 +47,11 @@ from pymc_dp.accounting.rdp import (  # subsampled mechanisms (thesis Theorems 7
     wbk_subsampled_rdp,
 )
 from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
+from pymc_dp.accounting.without_replacement import (  # batches drawn without replacement
+    wor_gaussian_pld,
+    wor_pld_delta,
+    wor_pld_epsilon,
+)
 from pymc_dp.validation import check_delta, check_epsilon, check_releases
 
 __all__ = [
@@ -60,6 +65,9 @@ __all__ = [
     "subsampled_noise_multiplier",
     "thesis_subsampled_gaussian_rdp",
     "wbk_subsampled_rdp",
+    "wor_gaussian_pld",
+    "wor_pld_delta",
+    "wor_pld_epsilon",
     "Event",
     "GaussianEvent",
     "LaplaceEvent",

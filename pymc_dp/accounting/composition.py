@@ -28,10 +28,11 @@ The one place that decides which accountant a ledger uses (the rules are stated 
   rank above every route that cannot account it. A route may also hold **alternative
   bounds** (:class:`Bound`): other upper bounds on the same mix that hold under their own
   stated assumptions; the route answers with the smallest of its own and those that apply,
-  and says which one it was (:func:`composed_bound`). The ``rdp`` route has one: the same
-  releases as if every batch were the whole data set (:data:`UNSAMPLED_GAUSSIAN`), the exact
-  Gaussian composition of their summed μ, which sampling without replacement can only
-  improve on;
+  and says which one it was (:func:`composed_bound`). The ``rdp`` route has two: the
+  releases' own privacy loss distribution for sampling without replacement
+  (:data:`WOR_PLD`), and the same releases as if every batch were the whole data set
+  (:data:`UNSAMPLED_GAUSSIAN`), the exact Gaussian composition of their summed μ, which
+  sampling without replacement can only improve on;
 * and the fields of its row in :meth:`PrivacyLedger.summary
   <pymc_dp.accounting.ledger.PrivacyLedger.summary>`.
 
@@ -63,6 +64,7 @@ from pymc_dp.accounting.events import (
     SubsampledGaussianEvent,
 )
 from pymc_dp.accounting.gaussian import gaussian_delta, gaussian_epsilon, gaussian_mu
+from pymc_dp.accounting.without_replacement import wor_pld_delta, wor_pld_epsilon
 
 __all__ = [
     "BARKER_RDP",
@@ -71,6 +73,7 @@ __all__ = [
     "PURE",
     "RDP",
     "UNSAMPLED_GAUSSIAN",
+    "WOR_PLD",
     "Bound",
     "EventRule",
     "Route",
@@ -193,10 +196,22 @@ UNSAMPLED_GAUSSIAN = Bound(
     delta=lambda events, epsilon: gaussian_delta(epsilon, _unsampled_mu(events)),
 )
 
+#: The same mix through the privacy loss distribution of a Gaussian release on a batch drawn
+#: without replacement under replace-one neighbours (a dominating pair for every order of
+#: the neighbours, composed by dp-accounting; the derivation is in
+#: :mod:`pymc_dp.accounting.without_replacement` and docs/subsampling.md). Applies to the same
+#: mixes as :data:`UNSAMPLED_GAUSSIAN`.
+WOR_PLD = Bound(
+    "pld_without_replacement",
+    applies=_unsampled_applies,
+    epsilon=wor_pld_epsilon,
+    delta=wor_pld_delta,
+)
+
 PLD = Route("pld", 2, pld_epsilon, lambda events, epsilon: min(1.0, pld_delta(events, epsilon)),
             accepts=_DP_ACCOUNTING)
 RDP = Route("rdp", 3, rdp_epsilon, lambda events, epsilon: min(1.0, rdp_delta(events, epsilon)),
-            accepts=_DP_ACCOUNTING, alternatives=(UNSAMPLED_GAUSSIAN,))
+            accepts=_DP_ACCOUNTING, alternatives=(WOR_PLD, UNSAMPLED_GAUSSIAN))
 BARKER_RDP = Route("barker_rdp", 4, barker_epsilon, barker_delta,
                    accepts=_DP_ACCOUNTING + (BarkerEvent,))
 
@@ -426,17 +441,17 @@ def composed_bound(
 
     The name is the route's (``"gaussian"``, ``"pld"``, ``"rdp"``, ``"barker_rdp"``;
     ``"pure"`` with no non-pure event) or that of the alternative bound that was smaller
-    (``"gaussian_without_subsampling"``).
+    (``"pld_without_replacement"``, ``"gaussian_without_subsampling"``).
 
     Examples
     --------
     >>> from pymc_dp.accounting.events import SubsampledGaussianEvent
-    >>> near_all = SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=0.94)
-    >>> composed_bound([near_all], 1e-5)[1]
+    >>> whole = SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=1.0)
+    >>> composed_bound([whole], 1e-5)[1]
     'gaussian_without_subsampling'
-    >>> composed_bound([near_all.__class__(name="s", noise_multiplier=1.0,
-    ...                                    sampling_rate=0.01)], 1e-5)[1]
-    'rdp'
+    >>> composed_bound([whole.__class__(name="s", noise_multiplier=1.0,
+    ...                                 sampling_rate=0.01)], 1e-5)[1]
+    'pld_without_replacement'
     """
     pure = pure_epsilon(events)
     nonpure = nonpure_events(events)

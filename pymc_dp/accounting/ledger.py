@@ -12,9 +12,11 @@ Composition rules (all events of a ledger must share one neighbouring relation):
    dp-accounting accountant (:mod:`~pymc_dp.accounting.dp_accounting_bridge`): the PLD
    accountant, or the RDP accountant when an event samples without replacement (the PLD
    accountant does not support that scheme). In the latter case the ledger also computes
-   the exact Gaussian composition of the same releases as if each batch were the whole data
-   set (sampling without replacement under replace-one can only lower the cost) and charges
-   the smaller of the two valid bounds; :meth:`PrivacyLedger.bound` says which one.
+   two other valid bounds on the same releases: their own privacy loss distribution
+   (:mod:`~pymc_dp.accounting.without_replacement`, composed by dp-accounting; the smallest
+   almost everywhere) and the exact Gaussian composition as if each batch were the whole
+   data set (sampling without replacement under replace-one can only lower the cost). It
+   charges the smallest of the three; :meth:`PrivacyLedger.bound` says which one.
 3. **Pure events add by basic composition.** A :class:`LaplaceEvent` or
    :class:`PureDPEvent` costs ``count · ε`` with δ = 0. The composition of an
    ``(ε_pure, 0)``- and an ``(ε', δ)``-DP mechanism is ``(ε_pure + ε', δ)``-DP, so
@@ -224,9 +226,12 @@ class PrivacyLedger:
         """Which bound gave :meth:`epsilon` at ``delta``.
 
         ``"gaussian"`` (exact composition of plain Gaussians), ``"pld"``, ``"rdp"``
-        (dp-accounting's accountants), ``"gaussian_without_subsampling"`` (the releases on
-        batches drawn without replacement accounted as if each batch were the whole data
-        set, when that is smaller than RDP), ``"barker_rdp"`` or ``"pure"``.
+        (dp-accounting's accountants), ``"pld_without_replacement"`` (releases on batches
+        drawn without replacement through their own privacy loss distribution, see
+        :mod:`~pymc_dp.accounting.without_replacement`), ``"gaussian_without_subsampling"``
+        (the same releases as if each batch were the whole data set), ``"barker_rdp"`` or
+        ``"pure"``; for batches drawn without replacement, whichever of the last three bounds
+        was smallest.
 
         Examples
         --------
@@ -234,7 +239,7 @@ class PrivacyLedger:
         >>> ev = SubsampledGaussianEvent(name="s", noise_multiplier=1.0, sampling_rate=0.94,
         ...                              count=10)
         >>> PrivacyLedger([ev]).bound(1e-5)
-        'gaussian_without_subsampling'
+        'pld_without_replacement'
         """
         if delta == 0 and not isinstance(delta, bool):
             return "pure" if not nonpure_events(self._events) else "none"

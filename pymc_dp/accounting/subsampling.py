@@ -1,10 +1,12 @@
 """Calibrating the noise of a subsampled Gaussian release to a budget.
 
 :func:`subsampled_noise_multiplier` finds the smallest noise multiplier whose subsampled
-releases fit (ε, δ) in the ledger's own accountant: the smaller of dp-accounting's RDP bound
-for sampling without replacement and the exact Gaussian composition of the same releases
-without subsampling (:data:`~pymc_dp.accounting.composition.UNSAMPLED_GAUSSIAN`), so that what
-is planned is what the ledger charges (the RDP analysis is in :mod:`pymc_dp.accounting.rdp`).
+releases fit (ε, δ) in the ledger's own accountant: the smallest of the privacy loss
+distribution for sampling without replacement
+(:mod:`~pymc_dp.accounting.without_replacement`), dp-accounting's RDP bound for that scheme
+and the exact Gaussian composition of the same releases without subsampling
+(:data:`~pymc_dp.accounting.composition.UNSAMPLED_GAUSSIAN`), so that what is planned is what
+the ledger charges (the RDP analysis is in :mod:`pymc_dp.accounting.rdp`).
 Everything here is a closed-form computation on public parameters; nothing reads data.
 """
 
@@ -45,13 +47,15 @@ def subsampled_noise_multiplier(
 
     Each release adds ``N(0, (z·Δ)²)`` to a statistic of sensitivity Δ computed on a batch
     drawn without replacement at rate ``sampling_rate`` (replace-one neighbours), accounted
-    as the ledger does: the smaller of dp-accounting's RDP bound (WBK Theorem 27) and the
-    exact Gaussian composition of the same releases as if each batch were all the data
-    (valid whatever the rate; smaller at rates near 1, where the RDP bound is loose). Each
-    query composes all ``releases`` at once (one query per trial z); z is found by a
-    bracketing root search on ln z (about ten queries), rounded up, and checked once against
-    :class:`~pymc_dp.accounting.ledger.PrivacyLedger`. Both bounds fall as z grows, so their
-    minimum does, and z does not grow with ``n`` at a fixed batch size.
+    as the ledger does: the smallest of the PLD of sampling without replacement
+    (:func:`~pymc_dp.accounting.without_replacement.wor_gaussian_pld`, the tightest almost
+    everywhere), dp-accounting's RDP bound (WBK Theorem 27) and the exact Gaussian
+    composition of the same releases as if each batch were all the data. Each query
+    composes all ``releases`` at once (one query per trial z); z is found by a bracketing
+    root search on ln z per bound (about fifteen queries), rounded up, and checked once
+    against :class:`~pymc_dp.accounting.ledger.PrivacyLedger`. Every bound falls as z
+    grows, so their minimum does; the PLD bound also falls as ``n`` grows at a fixed batch
+    size, so z does not grow with ``n``.
 
     Parameters
     ----------
@@ -81,8 +85,9 @@ def subsampled_noise_multiplier(
     >>> 0.99 < PrivacyLedger([ev]).epsilon(1e-5) <= 1.0
     True
     """
-    from pymc_dp.accounting.composition import nonpure_events, pure_epsilon
+    from pymc_dp.accounting.composition import WOR_PLD, nonpure_events, pure_epsilon
     from pymc_dp.accounting.dp_accounting_bridge import rdp_epsilon
+    from pymc_dp.accounting.without_replacement import wor_pld_epsilon
     from pymc_dp.accounting.events import SubsampledGaussianEvent
     from pymc_dp.accounting.ledger import PrivacyLedger
     from pymc_dp.validation import check_epsilon, check_releases
@@ -118,18 +123,25 @@ def subsampled_noise_multiplier(
         evs = events(math.exp(log_z))
         return rdp_epsilon(evs, delta, orders=CALIBRATION_ORDERS) - eps
 
-    # The ledger charges the smaller of two bounds that both fall as z grows, so the
-    # smallest z within budget is the smaller of the two bounds' own smallest z's. The
-    # unsampled Gaussian's is a closed form (the same for every sampling rate); the RDP
-    # bound's is searched for only if it beats it there.
-    z_unsampled = _unsampled_noise_multiplier(eps, delta, releases, events(1.0))
-    if z_unsampled is not None and rdp_excess(math.log(z_unsampled)) > 0:
-        z = z_unsampled
-    else:
-        log_z = _rdp_root(rdp_excess, q, releases, eps, delta, z_unsampled)
-        z = math.exp(log_z)
-        if z_unsampled is not None:  # (the root's safe-side margin may step past it)
-            z = min(z, z_unsampled)
+    def pld_excess(log_z):  # > 0: too little noise for the PLD bound
+        nonlocal queries
+        queries += 1
+        return wor_pld_epsilon(events(math.exp(log_z)), delta) - eps
+
+    # The ledger charges the smallest of bounds that all fall as z grows, so the smallest z
+    # within budget is the smallest of the bounds' own smallest z's. The unsampled
+    # Gaussian's is a closed form; the PLD's (sampling without replacement) is searched
+    # below it; the RDP bound's only if it is within budget at the best z so far.
+    z = _unsampled_noise_multiplier(eps, delta, releases, events(1.0))
+    searches = [rdp_excess]
+    if WOR_PLD.applies(nonpure_events(events(1.0))):
+        searches.insert(0, pld_excess)  # (the tighter one first: it lowers the cap)
+    for excess in searches:
+        if z is not None and excess(math.log(z)) > 0:
+            continue  # over the budget at the best z so far: its own z is larger
+        log_z = _bound_root(excess, q, releases, eps, delta, z)
+        if log_z is not None:
+            z = math.exp(log_z) if z is None else min(z, math.exp(log_z))
     # The ledger uses all default orders, a superset: its ε is at most the one found above.
     # Checked anyway, since the ledger is what the budget guard enforces.
     for _ in range(100):
@@ -160,23 +172,24 @@ def _unsampled_noise_multiplier(eps, delta, releases, events) -> float | None:
     return z
 
 
-def _rdp_root(rdp_excess, q, releases, eps, delta, z_max) -> float:
-    """ln z of the smallest z whose RDP bound is within the budget (``rdp_excess ≤ 0``),
-    found by bracketing from the small-q approximation and a safe-side root search. The
-    bracket's upper end is ``z_max`` when given (the RDP bound is already within budget
-    there)."""
+def _bound_root(excess, q, releases, eps, delta, z_max) -> float | None:
+    """ln z of the smallest z whose bound is within the budget (``excess ≤ 0``),
+    found by bracketing from the small-q approximation and a safe-side root search. With
+    ``z_max``, only below it: None if the bound is over the budget even there."""
     # Start near the small-q approximation ε ≈ 2 q √(k ln(1/δ)) / z, then bracket.
     log_z = math.log(max(1e-3, 2.0 * q * math.sqrt(releases * math.log(1 / delta)) / eps))
     if z_max is not None:
         log_z = min(log_z, math.log(z_max))
     lo = hi = log_z
-    f = rdp_excess(log_z)
+    f = excess(log_z)
     step = math.log(1.5)
     while f > 0:
         lo, hi = hi, hi + step
         if z_max is not None and hi >= math.log(z_max):
-            hi = math.log(z_max)  # within budget there: the bracket is closed
-            f = rdp_excess(hi)
+            hi = math.log(z_max)
+            f = excess(hi)
+            if f > 0:
+                return None  # (this bound does not beat z_max)
             break
         if hi > math.log(1e6):
             raise ValueError(
@@ -184,18 +197,18 @@ def _rdp_root(rdp_excess, q, releases, eps, delta, z_max) -> float:
                 f"{q:.3g} fit in (ε = {eps:.4g}, δ = {delta:.3g}) with the events spent "
                 "besides them: use a larger budget."
             )
-        f = rdp_excess(hi)
+        f = excess(hi)
         step *= 2
     if lo == hi:  # the start was already private enough: go down until it is not
         while True:
             hi, lo = lo, lo - step
-            if rdp_excess(lo) > 0:
+            if excess(lo) > 0:
                 break
             step *= 2
     # Started 2·xtol above the root, on the side with enough noise; then up by factors of
     # 1.0001 while the bound is still over the budget.
     return safe_root(
-        rdp_excess, lo, hi, side=+1, xtol=1e-5, margin=2e-5, step=math.log(1.0001), growth=1.0
+        excess, lo, hi, side=+1, xtol=1e-5, margin=2e-5, step=math.log(1.0001), growth=1.0
     )
 
 

@@ -230,8 +230,9 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     def _mcmc_warmup_mu(self) -> float:
         """The μ of a run's warm-up (all chains together) when MCMC follows it.
 
-        The warm-up's Gaussian releases compose with subsampled ones through RDP, where a
-        share of the Gaussian μ costs more than that share of ε: the warm-up gets the μ that
+        The warm-up's Gaussian releases compose with subsampled ones through a PLD or RDP,
+        not the Gaussian closed form, so a share of the Gaussian μ is not that share of ε:
+        the warm-up gets the μ that
         half its share of ε would buy alone, the calibration the rest. (A chain's own
         warm-up gets 1/chains of it: the same cost in every accountant.)
         """

@@ -101,13 +101,17 @@ def test_mixed_add_remove_ledger_is_below_unsampled_bound():
     assert ledger.epsilon(1e-6) < 0.5 + gaussian_epsilon(unsampled_mu, 1e-6)
 
 
-def test_without_replacement_events_use_rdp_accountant():
+def test_without_replacement_events_take_the_smaller_of_rdp_and_their_pld():
+    from pymc_dp.accounting.without_replacement import wor_pld_epsilon
+
     events = [
         GaussianEvent(name="g", count=10, noise_multiplier=20.0),
         SubsampledGaussianEvent(name="mb", count=100, noise_multiplier=1.0, sampling_rate=0.01),
     ]
     ledger = PrivacyLedger(events)
-    assert ledger.epsilon(1e-6) == pytest.approx(rdp_epsilon(events, 1e-6), rel=1e-12)
+    pld, rdp = wor_pld_epsilon(events, 1e-6), rdp_epsilon(events, 1e-6)
+    assert ledger.epsilon(1e-6) == pytest.approx(min(pld, rdp), rel=1e-12)
+    assert pld < rdp and ledger.bound(1e-6) == "pld_without_replacement"
     # Poisson under replace-one is PLD-only, without-replacement is RDP-only: refuse the mix
     ledger.add(SubsampledGaussianEvent(name="p", noise_multiplier=1.0, sampling_rate=0.01,
                                        sampling="poisson"))
