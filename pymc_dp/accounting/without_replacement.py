@@ -152,7 +152,7 @@ def _mean_loss(z: float, q: float) -> float:
         dens = q * math.exp(-0.5 * ((x - 1) / z) ** 2) + (1 - q) * math.exp(-0.5 * (x / z) ** 2)
         return loss * (dens - math.exp(-0.5 * (x / z) ** 2)) / (z * math.sqrt(2 * math.pi))
 
-    value, _ = integrate.quad(integrand, 0.5, 1.0 + 40.0 * z, limit=200)
+    value, _ = integrate.quad(integrand, 0.5, 1.0 + 40.0 * z, points=[1.0], limit=200)
     return max(0.0, value)
 
 

@@ -42,8 +42,10 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
 
     Privacy: each release is a Gaussian mechanism of multiplier z on a batch sampled
     without replacement at rate ``q = b/n``: a :class:`~pymc_dp.accounting.SubsampledGaussianEvent`
-    under replace-one neighbours, accounted by dp-accounting's RDP accountant (the
-    Wang–Balle–Kasiviswanathan bound, which is at most thesis Theorem 8's). With
+    under replace-one neighbours, charged the smallest of its valid bounds: the privacy loss
+    distribution of sampling without replacement (:mod:`pymc_dp.accounting.without_replacement`),
+    dp-accounting's RDP bound (Wang–Balle–Kasiviswanathan, at most thesis Theorem 8's) and
+    the releases without subsampling (``docs/subsampling.md``). With
     ``noise_multiplier=None`` the step calibrates z so that the whole run (every chain,
     tuning included) costs the budget (ε, δ), with one root search over z per run.
 

@@ -81,7 +81,7 @@ class SubsampledPrivateStep(TunedProposal, PrivateStep):
         return int(self.batch_size)
 
     def _draw_epsilon(self, stats) -> float:
-        # Composed by the ledger (RDP): for a count rounded up to two significant digits, so
+        # Composed by the ledger (PLD or RDP): for a count rounded up to two significant digits, so
         # that a long chain costs at most a few hundred compositions, each an upper bound.
         count = int(stats["dp_releases_chain"])
         step = 10 ** max(0, len(str(count)) - 2)
@@ -285,6 +285,6 @@ def _draw_events(last) -> list[Event] | None:
     warmup_mu = float(last.get("dp_warmup_mu", 0.0))
     if warmup_mu > 0:
         # The warm-up's Gaussian releases compose to one of the same μ (exactly, in every
-        # accountant: Gaussian RDP curves add like μ).
+        # accountant: Gaussian PLDs and RDP curves add like μ).
         events.append(GaussianEvent(name="warm-up", noise_multiplier=(2.0 * warmup_mu) ** -0.5))
     return events
