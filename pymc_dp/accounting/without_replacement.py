@@ -42,7 +42,8 @@ Its privacy profile (δ as a function of ε, :func:`wor_privacy_profile`) is a c
 the Gaussian one, and dp-accounting turns a profile on a grid of ε into a pessimistic PLD
 ("connect the dots", Doroshenko et al. 2022): the losses on the grid get masses whose
 hockey-stick divergences are at least the true ones, the mass beyond the grid's top counts
-as infinite loss, so every ε and δ read from it, composed or not, is an upper bound.
+as infinite loss, and the FFT's rounding in a composition is allowed for (see
+:data:`_FFT_ALLOWANCE`), so every ε and δ read from it, composed or not, is an upper bound.
 Everything here reads public numbers only.
 """
 
@@ -74,6 +75,13 @@ _LOSS_CAP = 100.0
 #: Compositions whose mean privacy loss exceeds this many nats are not computed (ε would be
 #: in the hundreds; the bound answers ∞ and the ledger's other bounds are used).
 _MEAN_CAP = 200.0
+#: More releases of one kind than this are not composed here (dp-accounting's composition of
+#: a very narrow PLD that many times does not finish); the other bounds answer.
+_MAX_COUNT = 10**7
+#: Allowance for the FFT's rounding in a composition: every δ read from it is raised by this
+#: plus 100 times the negative mass the rounding left (both well below the δ's budgets use),
+#: and ε is read at δ minus it (∞ when nothing is left).
+_FFT_ALLOWANCE = 1e-10
 
 
 @functools.lru_cache(maxsize=256)  # a pure function of public numbers
@@ -163,11 +171,12 @@ def _groups(events: Iterable[Event]) -> dict[tuple[float, float], int]:
     rule of their own."""
     events = [e for e in events if e.count > 0]
     counts: dict[tuple[float, float], int] = {}
-    mu = math.fsum(e.mu for e in events if isinstance(e, GaussianEvent))
+    mu = math.fsum(e.mu for e in events
+                   if isinstance(e, GaussianEvent) and e.neighbouring == REPLACE_ONE)
     if mu > 0:
         counts[(1.0 / math.sqrt(2.0 * mu), 1.0)] = 1
     for e in events:
-        if isinstance(e, GaussianEvent):
+        if isinstance(e, GaussianEvent) and e.neighbouring == REPLACE_ONE:
             continue
         if not (isinstance(e, SubsampledGaussianEvent) and e.sampling == "without_replacement"
                 and e.neighbouring == REPLACE_ONE):
@@ -185,6 +194,8 @@ def _composed(events, discretization: float) -> pld_lib.PrivacyLossDistribution 
     :data:`_MEAN_CAP` (ε is far beyond any budget there, and the composed grid would not fit
     in memory: the bound is then not offered, and the ledger's others answer)."""
     counts = _groups(events)
+    if any(not (math.isfinite(z) and z > 0) or k > _MAX_COUNT for (z, q), k in counts.items()):
+        return None  # (a μ so large that its multiplier rounds to 0; or too many releases)
     if math.fsum(k * _mean_loss(z, q) for (z, q), k in counts.items()) > _MEAN_CAP:
         return None
     plds = [wor_gaussian_pld(z, q, discretization).self_compose(k)
@@ -212,7 +223,10 @@ def wor_pld_epsilon(
     if not any(e.count > 0 for e in events):
         return 0.0
     pld = _composed(events, discretization)
-    return math.inf if pld is None else float(pld.get_epsilon_for_delta(delta))
+    if pld is None:
+        return math.inf
+    left = delta - _allowance(pld)
+    return float(pld.get_epsilon_for_delta(left)) if left > 0 else math.inf
 
 
 def wor_pld_delta(
@@ -222,4 +236,22 @@ def wor_pld_delta(
     if not any(e.count > 0 for e in events):
         return 0.0
     pld = _composed(events, discretization)
-    return 1.0 if pld is None else min(1.0, float(pld.get_delta_for_epsilon(epsilon)))
+    if pld is None:
+        return 1.0
+    return min(1.0, max(0.0, float(pld.get_delta_for_epsilon(epsilon))) + _allowance(pld))
+
+
+def _allowance(pld) -> float:
+    """What a δ read from ``pld`` may be off by through the FFT's rounding, which leaves
+    negative probabilities of about that size: :data:`_FFT_ALLOWANCE` plus 100 times their
+    mass (1.0, i.e. no bound, if the masses cannot be read)."""
+    negative = 0.0
+    for pmf in {id(p): p for p in (pld._pmf_remove, pld._pmf_add)}.values():
+        if isinstance(pmf, pld_pmf.DensePLDPmf):
+            probs = np.asarray(pmf._probs)
+        elif isinstance(pmf, pld_pmf.SparsePLDPmf):
+            probs = np.fromiter(pmf._loss_probs.values(), float)
+        else:
+            return 1.0
+        negative = max(negative, -float(np.minimum(probs, 0.0).sum()))
+    return _FFT_ALLOWANCE + 100.0 * negative

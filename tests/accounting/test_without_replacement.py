@@ -177,3 +177,22 @@ def test_bad_parameters_are_refused():
     with pytest.raises(ValueError, match="sampling_rate"):
         wor_gaussian_pld(1.0, 1.5)
     assert wor_pld_epsilon([wor(1.0, 0.5, 0)], DELTA) == 0.0
+
+
+def test_the_ffts_rounding_never_lowers_a_small_delta_or_epsilon():
+    # (from the privacy review: at δ ≲ 1e-10 the composition's rounding had put ε below the
+    # exact Gaussian one at q = 1, and δ below 0)
+    z, k = 100.0, 100_000
+    for delta in (1e-9, 1e-11, 1e-12):
+        exact = gaussian_epsilon(k / (2 * z * z), delta)
+        assert wor_pld_epsilon([wor(z, 1.0, k)], delta) >= exact
+        assert PrivacyLedger([wor(z, 1.0, k)]).epsilon(delta) >= exact - 1e-12
+    for z, q, k, eps in [(1.0, 0.001, 10_000, 1.5), (10.0, 0.05, 100_000, 12.9)]:
+        assert wor_pld_delta([wor(z, q, k)], eps) > 0
+        assert PrivacyLedger([wor(z, q, k)]).delta(eps) > 0
+
+
+def test_what_it_cannot_compose_it_leaves_to_the_other_bounds():
+    loud = [GaussianEvent(name="g", noise_multiplier=0.01, count=2), wor(1.0, 0.5, 3)]
+    assert wor_pld_epsilon(loud, DELTA) == math.inf and wor_pld_delta(loud, 1.0) == 1.0
+    assert wor_pld_epsilon([wor(1e100, 0.1, 10**9)], DELTA) == math.inf
