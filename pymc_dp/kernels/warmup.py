@@ -67,6 +67,7 @@ __all__ = [
     "whitened_norm_quantile",
     "within_prior",
     "whitening",
+    "tempered_approximation",
     "laplace_warmup",
     "newton_step",
     "quantile_from_histogram",
@@ -358,6 +359,40 @@ def whitened_norm_quantile(quantile: float, dim: int, n: int) -> float:
     from scipy.stats import chi2
 
     return float(np.sqrt(chi2.ppf(quantile, dim) / n))
+
+
+def tempered_approximation(
+    mean: np.ndarray,
+    hessian: np.ndarray,
+    prior_gradient: np.ndarray,
+    prior_hessian: np.ndarray,
+    tempering: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(m_T, H_T)``: the Gaussian approximation of p(θ) p(x | θ)^T from N(θ̂, Ĥ⁻¹) of p(θ) p(x | θ).
+
+    Ĥ is the likelihood's curvature plus the prior's, H₀ (``prior_hessian`` at θ̂), so
+    tempering scales only the first: ``H_T = T Ĥ + (1 − T) H₀``. At the mode θ̂ the
+    likelihood's gradient is −∇log p(θ̂), so the tempered log density's gradient there is
+    ``(1 − T) ∇log p(θ̂)`` and one Newton step gives ``m_T = θ̂ + H_T⁻¹ (1 − T) ∇log p(θ̂)``.
+    H₀ enters with its negative eigenvalues dropped, which keeps H_T positive definite.
+    Post-processing of released values and the public prior; ``T = 1`` returns its input.
+
+    >>> m, h = tempered_approximation(np.array([1.0]), np.array([[101.0]]), np.array([-1.0]),
+    ...                               np.array([[1.0]]), 0.01)
+    >>> round(float(h[0, 0]), 6), round(float(m[0]), 6)  # N(0, 1) prior, 100 × N(1, 1) rows
+    (2.0, 0.505)
+    """
+    mean = np.asarray(mean, dtype=float)
+    if tempering >= 1.0:
+        return mean, hessian
+    prior = np.asarray(prior_hessian, dtype=float)
+    grad = np.asarray(prior_gradient, dtype=float)
+    if not (np.all(np.isfinite(prior)) and np.all(np.isfinite(grad))):
+        prior, grad = np.zeros_like(hessian), np.zeros_like(mean)
+    vals, vecs = np.linalg.eigh(0.5 * (prior + prior.T))
+    prior = (vecs * np.maximum(vals, 0.0)) @ vecs.T
+    tempered = tempering * hessian + (1.0 - tempering) * prior
+    return mean + np.linalg.solve(tempered, (1.0 - tempering) * grad), tempered
 
 
 def whitening(hessian: np.ndarray) -> np.ndarray:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import warnings
 
+from dataclasses import replace
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -66,13 +68,17 @@ def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
         return None
 
 
-def surrogate_target(pmodel, found) -> SurrogateTarget | None:
-    """The compiled target ``log p(θ) + log L̃(θ)`` for a warm-up's result, or ``None`` when
-    there is no surrogate likelihood or its target cannot be built (the caller then draws
-    from the Gaussian approximation). Public: the chains of a run share it."""
+def surrogate_target(pmodel, found, tempering: float = 1.0) -> SurrogateTarget | None:
+    """The compiled target ``log p(θ) + T log L̃(θ)`` for a warm-up's result, or ``None``
+    when there is no surrogate likelihood or its target cannot be built (the caller then
+    draws from the Gaussian approximation). ``tempering`` T: the minibatch steps' tempered
+    target (L̃^T is Gaussian with the same centre and T times the precision). Public: the
+    chains of a run share it."""
     likelihood = surrogate_likelihood(pmodel, found)
     if likelihood is None:
         return None
+    if tempering < 1.0:
+        likelihood = replace(likelihood, precision=tempering * likelihood.precision)
     try:
         return SurrogateTarget(pmodel, likelihood)
     except _SAMPLER_ERRORS:

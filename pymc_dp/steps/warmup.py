@@ -27,6 +27,8 @@ given too, the proposal sds or mass matrix (the diagonal of Ĥ⁻¹).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from pymc_dp.accounting.plan import WarmupPlan
@@ -35,6 +37,7 @@ from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.kernels.warmup import (
     LaplaceWarmup,
     laplace_warmup,
+    tempered_approximation,
     whitened_norm_quantile,
     whitening,
 )
@@ -616,7 +619,7 @@ class PrivateWarmup:
         chains of a run that sample the same approximation in this process."""
         shared = self.__dict__.get("_shared_target")
         if shared is None or shared[0] is not found:
-            shared = (found, surrogate_target(self.private_model, found))
+            shared = (found, surrogate_target(self.private_model, found, self._target_tempering))
             self._shared_target = shared
         return shared[1]
 
@@ -627,16 +630,15 @@ class PrivateWarmup:
         found = self._warmup_result
         cached = self.__dict__.get("_approximation")
         if cached is None or cached[0] is not found:  # (built once per approximation)
-            cov = found.covariance()
-            factor = np.linalg.cholesky(cov)
-            start = _draw_approximation(found, self.rng, factor)
+            mean, cov, factor = self._target_draws(found)
+            start = _draw_approximation(mean, factor, self.rng)
             sampler = surrogate_posterior(self._surrogate_target(found), start, cov, self.rng)
-            cached = (found, factor, sampler)
+            cached = (found, mean, factor, sampler)
             self._approximation = cached
-        _, factor, sampler = cached
+        _, mean, factor, sampler = cached
         draw = sampler.draw() if sampler is not None else None
         if draw is None:  # (no surrogate for this model, or its sampler failed: the Gaussian)
-            draw = (_draw_approximation(found, self.rng, factor), 1.0)
+            draw = (_draw_approximation(mean, factor, self.rng), 1.0)
         draw, accept = draw
         # Stats of a release that was not made are missing values (the per-iteration privacy
         # stats are filled in by the base class after this).
@@ -669,22 +671,24 @@ class PrivateWarmup:
         """Set the chain up from the warm-up; return the chain's start θ.
 
         With a warm-up for the whole run (:meth:`warm_up_for_run`) nothing is released: the
-        chain starts at a draw from its approximation N(θ̂, Ĥ⁻¹ + Σ̂) (post-processing, with the
-        chain's generator), so that chains start apart and R̂ can compare them. Otherwise
-        the chain runs its own warm-up from θ = ``q`` (releases; coordinates PyMC filled
-        in where their prior finds them implausible start at the prior's median:
-        :meth:`~pymc_dp.model.PrivateModel.plausible_start`).
+        chain starts at a draw from the approximation of its target, N(θ̂, Ĥ⁻¹ + Σ̂) or its
+        tempered version (:meth:`_target_approximation`; post-processing, with the chain's
+        generator), so that chains start apart and R̂ can compare them. Otherwise the chain
+        runs its own warm-up from θ = ``q`` (releases; coordinates PyMC filled in where
+        their prior finds them implausible start at the prior's median:
+        :meth:`~pymc_dp.model.PrivateModel.plausible_start`) and starts at the centre.
         """
         if self.warmup is None:
             self._view = AffineView(self.private_model)
             return q
         if self._shared_warmup is not None:
             found = self._shared_warmup
-            start = _draw_approximation(found, self.rng)
+            mean, _, factor = self._target_draws(found)
+            start = _draw_approximation(mean, factor, self.rng)
         else:
             q = self.private_model.plausible_start(q)
             found = self._run_warmup(self.rng, q, self._warmup_mu)
-            start = found.mean
+            start = self._target_approximation(found)[0]  # (θ̂ unless tempered)
         self._warmup_result = found
         pmodel = self.private_model
         if self._whiten:
@@ -767,6 +771,10 @@ class PrivateWarmup:
             with self._changing_settings():
                 self.clip_bound = float(self._warmup_result.clip)
             sds = np.ones(dim)
+            if self._target_tempering < 1.0:
+                # the tempered target's sds in u = Lᵀ(θ − θ̂), Ĥ = L Lᵀ (1 untempered)
+                factor = np.linalg.cholesky(self._warmup_result.hessian)
+                sds = np.sqrt(np.diag(factor.T @ self._target_covariance() @ factor))
         else:
             sds = self.S if self._S_given else np.sqrt(self._warmup_variances())
         walk = self.proposal == "random_walk"  # the others move one coordinate at a time
@@ -775,16 +783,47 @@ class PrivateWarmup:
         self._set_proposal_shape(None if self._S_given else sds, scaling)
 
     def _warmup_variances(self) -> np.ndarray:
-        """The diagonal of Ĥ⁻¹: posterior variances of θ's coordinates (released)."""
-        return np.diag(np.linalg.inv(self._warmup_result.hessian))
+        """The target's variances of θ's coordinates under the warm-up's approximation."""
+        return np.diag(self._target_covariance())
+
+    def _target_covariance(self) -> np.ndarray:
+        """The covariance of the chain's target under the warm-up's approximation."""
+        return np.linalg.inv(self._target_approximation()[1])
+
+    def _target_approximation(self, found: LaplaceWarmup | None = None):
+        """``(mean, precision)`` of the chain's target under the warm-up's approximation
+        ``found`` (default: this chain's): N(θ̂, Ĥ⁻¹), or for a tempered target
+        p(θ) p(x | θ)^T (the minibatch steps' ``tempering`` T < 1) its tempered version
+        (:func:`~pymc_dp.kernels.warmup.tempered_approximation`; without it a tempered
+        chain's proposals were 1/√T times too small and the approximation's draws followed
+        the untempered posterior). Post-processing of released values and the prior."""
+        found = self._warmup_result if found is None else found
+        if self._target_tempering >= 1.0:
+            return found.mean, found.hessian
+        pmodel = self.private_model
+        with np.errstate(all="ignore"):
+            # (θ̂ unsettled is no mode: its prior gradient says nothing of the likelihood's)
+            grad = pmodel.prior_gradient(found.mean) if found.converged else 0.0 * found.mean
+            return tempered_approximation(
+                found.mean, found.hessian, grad, pmodel.prior_negative_hessian(found.mean),
+                self._target_tempering,
+            )
+
+    @property
+    def _target_tempering(self) -> float:
+        """T of the chain's target p(θ) p(x | θ)^T: the minibatch steps' ``tempering``."""
+        return float(getattr(self, "tempering", 1.0))
+
+    def _target_draws(self, found: LaplaceWarmup):
+        """``(mean, covariance, its Cholesky factor)`` of the target's approximation widened
+        by the noise in the warm-up's mean: N(mean, H⁻¹ + Σ̂), as
+        :meth:`LaplaceWarmup.covariance`."""
+        mean, precision = self._target_approximation(found)
+        cov = replace(found, hessian=precision).covariance()
+        return mean, cov, np.linalg.cholesky(cov)
 
 
-def _draw_approximation(
-    found: LaplaceWarmup, rng: np.random.Generator, factor: np.ndarray | None = None
-) -> np.ndarray:
-    """A draw from ``N(mean, hessian⁻¹ + noise_cov)``: the private approximation, widened by
-    the noise in its mean (post-processing, with the chain's generator). ``factor``: the
-    covariance's Cholesky factor, if already computed."""
-    if factor is None:
-        factor = np.linalg.cholesky(found.covariance())
-    return found.mean + factor @ rng.standard_normal(found.mean.size)
+def _draw_approximation(mean: np.ndarray, factor: np.ndarray, rng: np.random.Generator):
+    """A draw from ``N(mean, factor factorᵀ)``: the private approximation, widened by the
+    noise in its mean (post-processing, with the chain's generator)."""
+    return mean + factor @ rng.standard_normal(mean.size)

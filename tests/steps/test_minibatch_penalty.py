@@ -125,3 +125,50 @@ def test_bad_arguments_fail_before_the_model_is_read(make_conjugate, monkeypatch
     kwargs = {"eps": 1.0, "batch_size": 10, "clip_bound": 1.0, **kwargs}
     with make_conjugate()[0], pytest.raises(ValueError, match=match):
         MinibatchDPPenalty(**kwargs)
+
+
+
+@pytest.mark.parametrize(
+    "make_step, whitened",
+    [
+        (lambda: MinibatchDPPenalty(eps=1e3, batch_size=200, clip_bound=8.0, tempering=0.01,
+                                    chains=1), False),
+        (lambda: MinibatchDPPenalty(eps=1e3, batch_size=200, tempering=0.01, chains=1), True),
+    ],
+    ids=["clip-bound-given", "whitened"],
+)
+def test_the_warmup_shapes_proposals_for_the_tempered_target(make_conjugate, make_step, whitened):
+    # n = 2000, prior sd 0.2, T = 0.01: the tempered posterior's sd is (25 + 20)^-½ ≈ 0.149;
+    # the warm-up's approximation, of the untempered posterior, has sd (25 + 2000)^-½ ≈ 0.022
+    # (proposals that small hardly move a tempered chain), and tempering the prior too
+    # would give 0.222.
+    model, _, sd = make_conjugate(n=2000, prior_sd=0.2)
+    tempered_sd = (1 / 0.2**2 + 0.01 * 2000) ** -0.5
+    with model:
+        step = make_step()
+        pymc_dp.sample(step=step, draws=5, tune=0, chains=1, random_seed=3, **SAMPLE)
+    # in the warm-up's whitened units the untempered sd is 1; else θ's own units
+    expected = tempered_sd / sd if whitened else tempered_sd
+    assert step.S[0] == pytest.approx(expected, rel=0.1)
+
+
+@pytest.mark.parametrize("step_class", ["MinibatchDPPenalty", "DPBarker"])
+def test_the_laplace_route_draws_the_tempered_target(make_conjugate, step_class):
+    # The approximation's draws follow p(θ) p(x | θ)^T, as the result's label says: here
+    # N(0.876, 0.149²) (n = 2000, prior sd 0.2, T = 0.01), not the untempered N(1.947, 0.022²).
+    from pymc_dp.steps.dp_barker import DPBarker
+
+    model, mean, sd = make_conjugate(n=2000, prior_sd=0.2)
+    precision = 1 / 0.2**2 + 2000
+    tempered_precision = 1 / 0.2**2 + 0.01 * 2000
+    tempered_mean = 0.01 * mean * precision / tempered_precision
+    make = {"MinibatchDPPenalty": MinibatchDPPenalty, "DPBarker": DPBarker}[step_class]
+    with model:
+        step = make(eps=50.0, tempering=0.01, method="laplace", chains=1)
+        with pytest.warns(UserWarning, match="Tempered target"):
+            idata = pymc_dp.sample(step=step, draws=1500, tune=0, chains=1, random_seed=4,
+                                   **SAMPLE)
+    draws = idata.posterior["mu"].values.ravel()
+    tempered_sd = tempered_precision**-0.5
+    assert draws.mean() == pytest.approx(tempered_mean, abs=0.25 * tempered_sd)
+    assert draws.std() == pytest.approx(tempered_sd, rel=0.15)
