@@ -299,7 +299,8 @@ def main(argv=None) -> int:
         print(f"  {panel} (exact samples: {mmd[(panel, 'exact')]:.3f})")
         for sampler in SAMPLERS:
             row = [mmd.get((panel, sampler, e)) for e in EPSILONS]
-            print(f"    {sampler:<30} " + " ".join("  -  " if v is None else f"{v:.3f}" for v in row))
+            cells = ("  -  " if v is None else f"{v:.3f}" for v in row)
+            print(f"    {sampler:<30} " + " ".join(cells))
     wrong = _compare("MMD", mmd, FIG_6_3_MMD, FIG_6_3_EXACT)
     if args.acceptance_pdf:
         with open(args.acceptance_pdf, "rb") as f:

@@ -112,6 +112,7 @@ def gaussian_likelihood(
     prior_grad: np.ndarray,
     curvature,
     noise_cov: np.ndarray | None = None,
+    tempering: float = 1.0,
 ) -> GaussianLikelihood:
     """The Gaussian likelihood on φ (see the module docstring) at the released mode θ̂.
 
@@ -128,6 +129,9 @@ def gaussian_likelihood(
         ``w ↦ ∇²_θ (w · φ)(θ̂)`` (public).
     noise_cov : ndarray, optional
         Covariance of θ̂ over the releases' noise.
+    tempering : float
+        T ≤ 1: the likelihood raised to T, whose own covariance is 1/T times larger; the
+        uncertainty of its centre (the noise in θ̂) is not tempered.
 
     Raises
     ------
@@ -140,7 +144,7 @@ def gaussian_likelihood(
     )
     js = np.asarray(jacobian, dtype=float)[rows]
     center = np.asarray(phi, dtype=float)[rows] + np.linalg.solve(h_phi, g)
-    cov = np.linalg.inv(h_phi)
+    cov = np.linalg.inv(h_phi) / tempering
     if noise_cov is not None and np.all(np.isfinite(noise_cov)):
         cov = cov + js @ np.asarray(noise_cov, dtype=float) @ js.T
     precision = np.linalg.inv(0.5 * (cov + cov.T))

@@ -367,24 +367,30 @@ def tempered_approximation(
     prior_gradient: np.ndarray,
     prior_hessian: np.ndarray,
     tempering: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(m_T, H_T)``: the Gaussian approximation of p(θ) p(x | θ)^T from N(θ̂, Ĥ⁻¹) of p(θ) p(x | θ).
+    noise_cov: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(m_T, H_T, Σ_T)``: the Laplace approximation of p(θ) p(x | θ)^T from N(θ̂, Ĥ⁻¹).
 
     Ĥ is the likelihood's curvature plus the prior's, H₀ (``prior_hessian`` at θ̂), so
     tempering scales only the first: ``H_T = T Ĥ + (1 − T) H₀``. At the mode θ̂ the
     likelihood's gradient is −∇log p(θ̂), so the tempered log density's gradient there is
     ``(1 − T) ∇log p(θ̂)`` and one Newton step gives ``m_T = θ̂ + H_T⁻¹ (1 − T) ∇log p(θ̂)``.
     H₀ enters with its negative eigenvalues dropped, which keeps H_T positive definite.
-    Post-processing of released values and the public prior; ``T = 1`` returns its input.
+    ``noise_cov`` Σ̂, the covariance of θ̂ over the releases' noise, carries over to m_T as
+    ``Σ_T = A Σ̂ Aᵀ`` with ``A = ∂m_T/∂θ̂ = T H_T⁻¹ Ĥ`` (the prior pulls a tempered target's
+    centre, and so shrinks the noise in it). Post-processing of released values and the
+    public prior; ``T = 1`` returns its input.
 
-    >>> m, h = tempered_approximation(np.array([1.0]), np.array([[101.0]]), np.array([-1.0]),
-    ...                               np.array([[1.0]]), 0.01)
+    >>> m, h, s = tempered_approximation(np.array([1.0]), np.array([[101.0]]), np.array([-1.0]),
+    ...                                  np.array([[1.0]]), 0.01, np.array([[0.01]]))
     >>> round(float(h[0, 0]), 6), round(float(m[0]), 6)  # N(0, 1) prior, 100 × N(1, 1) rows
     (2.0, 0.505)
+    >>> round(float(s[0, 0]), 6)  # (0.01 · 101 / 2)² · 0.01
+    0.00255
     """
     mean = np.asarray(mean, dtype=float)
     if tempering >= 1.0:
-        return mean, hessian
+        return mean, hessian, noise_cov
     prior = np.asarray(prior_hessian, dtype=float)
     grad = np.asarray(prior_gradient, dtype=float)
     if not (np.all(np.isfinite(prior)) and np.all(np.isfinite(grad))):
@@ -392,7 +398,10 @@ def tempered_approximation(
     vals, vecs = np.linalg.eigh(0.5 * (prior + prior.T))
     prior = (vecs * np.maximum(vals, 0.0)) @ vecs.T
     tempered = tempering * hessian + (1.0 - tempering) * prior
-    return mean + np.linalg.solve(tempered, (1.0 - tempering) * grad), tempered
+    if noise_cov is not None:
+        shrink = tempering * np.linalg.solve(tempered, hessian)
+        noise_cov = shrink @ np.asarray(noise_cov, dtype=float) @ shrink.T
+    return mean + np.linalg.solve(tempered, (1.0 - tempering) * grad), tempered, noise_cov
 
 
 def whitening(hessian: np.ndarray) -> np.ndarray:

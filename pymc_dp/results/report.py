@@ -310,7 +310,8 @@ def _tempering_text(temperature: float) -> dict[str, Any]:
     return {
         "tempered": (
             f"the draws follow the tempered target p(θ) p(x | θ)^T with T = {temperature:.4g}, "
-            "not the posterior: its spread is about 1/√T times the posterior's"
+            "not the posterior: where the data outweigh the prior its spread is about 1/√T "
+            "times the posterior's"
         )
     }
 

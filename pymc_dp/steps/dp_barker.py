@@ -156,7 +156,7 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
             warmup = False  # DP Barker's MCMC does not use it: no gradients needed
         self._init_warmup(
             warmup, hand_clipped=False, method=method,
-            mcmc_asked=any(x is not None for x in (batch_size, S, scaling)) or tempering != 1,
+            mcmc_asked=any(x is not None for x in (batch_size, S, scaling)),
         )
         self._whiten = False
         self._fixed_noise = False

@@ -85,8 +85,8 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         ``"auto"`` (default) runs the minibatch chain only when its calibrated noise buys
         about :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain (or
         one, when a setting only MCMC uses is given: ``clip_bound``, ``batch_size``,
-        ``tempering``, ``scaling``); otherwise the whole budget pays for the private Laplace
-        approximation and the draws come from it, with a
+        ``scaling``); otherwise the whole budget pays for the private Laplace
+        approximation of the (tempered) target and the draws come from it, with a
         :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning` (no batch is released).
         ``"mcmc"`` runs the chain but refuses one that would freeze; ``"laplace"`` always
         draws from the approximation.
@@ -153,7 +153,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
     ):
         self._init_clip_bound(
             clip_bound, S, warmup, method=method,
-            mcmc_asked=batch_size is not None or scaling is not None or tempering != 1,
+            mcmc_asked=batch_size is not None or scaling is not None,
         )
         self._fixed_noise = noise_multiplier is not None
         self.noise_multiplier = (

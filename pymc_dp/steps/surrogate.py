@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import warnings
 
-from dataclasses import replace
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -37,11 +35,12 @@ _SAMPLER_ERRORS = (SamplingError, ValueError, FloatingPointError, np.linalg.LinA
 TUNE = 1000
 
 
-def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
+def surrogate_likelihood(pmodel, found, tempering: float = 1.0) -> GaussianLikelihood | None:
     """The Gaussian likelihood on the likelihood's parameters from a warm-up's result
-    (:class:`~pymc_dp.kernels.warmup.LaplaceWarmup`), or ``None`` when the model's graph
-    or the result does not give one (then the Gaussian approximation on θ is used).
-    Post-processing: the released mode and curvature, and public graphs."""
+    (:class:`~pymc_dp.kernels.warmup.LaplaceWarmup`), raised to ``tempering``, or ``None``
+    when the model's graph or the result does not give one (then the Gaussian
+    approximation on θ is used). Post-processing: the released mode and curvature, and
+    public graphs."""
     params = pmodel.likelihood_parameters()
     if params is None or found.loglik_hessian is None:
         return None
@@ -62,7 +61,7 @@ def surrogate_likelihood(pmodel, found) -> GaussianLikelihood | None:
                 prior_grad = np.zeros_like(prior_grad)
             return gaussian_likelihood(
                 params(mean), jac, found.loglik_hessian, prior_grad,
-                lambda w: params.curvature(mean, w), found.noise_cov,
+                lambda w: params.curvature(mean, w), found.noise_cov, tempering,
             )
     except (ValueError, np.linalg.LinAlgError):
         return None
@@ -72,13 +71,11 @@ def surrogate_target(pmodel, found, tempering: float = 1.0) -> SurrogateTarget |
     """The compiled target ``log p(θ) + T log L̃(θ)`` for a warm-up's result, or ``None``
     when there is no surrogate likelihood or its target cannot be built (the caller then
     draws from the Gaussian approximation). ``tempering`` T: the minibatch steps' tempered
-    target (L̃^T is Gaussian with the same centre and T times the precision). Public: the
-    chains of a run share it."""
-    likelihood = surrogate_likelihood(pmodel, found)
+    target (L̃^T: the same centre, the likelihood's own covariance 1/T times larger).
+    Public: the chains of a run share it."""
+    likelihood = surrogate_likelihood(pmodel, found, tempering)
     if likelihood is None:
         return None
-    if tempering < 1.0:
-        likelihood = replace(likelihood, precision=tempering * likelihood.precision)
     try:
         return SurrogateTarget(pmodel, likelihood)
     except _SAMPLER_ERRORS:

@@ -791,22 +791,23 @@ class PrivateWarmup:
         return np.linalg.inv(self._target_approximation()[1])
 
     def _target_approximation(self, found: LaplaceWarmup | None = None):
-        """``(mean, precision)`` of the chain's target under the warm-up's approximation
-        ``found`` (default: this chain's): N(θ̂, Ĥ⁻¹), or for a tempered target
+        """``(mean, precision, noise covariance of the mean)`` of the chain's target under
+        the warm-up's approximation ``found`` (default: this chain's): N(θ̂, Ĥ⁻¹) and Σ̂,
+        or for a tempered target
         p(θ) p(x | θ)^T (the minibatch steps' ``tempering`` T < 1) its tempered version
         (:func:`~pymc_dp.kernels.warmup.tempered_approximation`; without it a tempered
         chain's proposals were 1/√T times too small and the approximation's draws followed
         the untempered posterior). Post-processing of released values and the prior."""
         found = self._warmup_result if found is None else found
         if self._target_tempering >= 1.0:
-            return found.mean, found.hessian
+            return found.mean, found.hessian, found.noise_cov
         pmodel = self.private_model
         with np.errstate(all="ignore"):
             # (θ̂ unsettled is no mode: its prior gradient says nothing of the likelihood's)
             grad = pmodel.prior_gradient(found.mean) if found.converged else 0.0 * found.mean
             return tempered_approximation(
                 found.mean, found.hessian, grad, pmodel.prior_negative_hessian(found.mean),
-                self._target_tempering,
+                self._target_tempering, found.noise_cov,
             )
 
     @property
@@ -818,8 +819,8 @@ class PrivateWarmup:
         """``(mean, covariance, its Cholesky factor)`` of the target's approximation widened
         by the noise in the warm-up's mean: N(mean, H⁻¹ + Σ̂), as
         :meth:`LaplaceWarmup.covariance`."""
-        mean, precision = self._target_approximation(found)
-        cov = replace(found, hessian=precision).covariance()
+        mean, precision, noise_cov = self._target_approximation(found)
+        cov = replace(found, hessian=precision, noise_cov=noise_cov).covariance()
         return mean, cov, np.linalg.cholesky(cov)
 
 

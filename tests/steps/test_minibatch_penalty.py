@@ -172,3 +172,24 @@ def test_the_laplace_route_draws_the_tempered_target(make_conjugate, step_class)
     tempered_sd = tempered_precision**-0.5
     assert draws.mean() == pytest.approx(tempered_mean, abs=0.25 * tempered_sd)
     assert draws.std() == pytest.approx(tempered_sd, rel=0.15)
+
+
+def test_only_eps_and_tempering_draw_the_tempered_approximation_when_mcmc_cannot_mix(
+    make_conjugate,
+):
+    # tempering defines the target, not how to sample it: with no MCMC setting given,
+    # DP Barker's budget (a few hundred iterations, too few to mix) goes to the Laplace
+    # approximation of the tempered target, N(0.876, 0.149²) here.
+    from pymc_dp.steps.dp_barker import DPBarker
+
+    model, mean, _ = make_conjugate(n=2000, prior_sd=0.2)
+    tempered_precision = 1 / 0.2**2 + 0.01 * 2000
+    tempered_mean = 0.01 * mean * (1 / 0.2**2 + 2000) / tempered_precision
+    with model:
+        step = DPBarker(eps=2.0, tempering=0.01, chains=1)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning):
+            idata = pymc_dp.sample(step=step, draws=1000, tune=0, chains=1, random_seed=5,
+                                   **SAMPLE)
+    draws = idata.posterior["mu"].values.ravel()
+    assert draws.mean() == pytest.approx(tempered_mean, abs=0.3 * tempered_precision**-0.5)
+    assert draws.std() == pytest.approx(tempered_precision**-0.5, rel=0.15)
