@@ -323,7 +323,9 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         return most
 
     def _chain_moves(self, iterations: int) -> float:
-        return math.inf  # (its budget's figure already counts the walk's iterations)
+        # A chain of this length makes at most this many draws, whatever its budget buys
+        # (with a longer chain): a random walk's best, halved for Barker's acceptance.
+        return _BARKER_EFFICIENCY * int(iterations) / self.private_model.dim
 
     _no_moves_advice = (
         "Unless tempering=T ≤ 0.2 (a tempered posterior), no batch keeps DP Barker's "

@@ -114,6 +114,16 @@ def test_the_gaussian_likelihood_at_the_mode_is_the_likelihood():
     np.testing.assert_allclose(
         widened.precision, np.linalg.inv(np.linalg.inv(A) + jac @ cov @ jac.T), rtol=1e-6
     )
+    # Raised to T, the likelihood's own covariance is 1/T times larger; its centre's
+    # uncertainty (the noise of the mode) is not tempered: (A⁻¹/T + J Σ Jᵀ)⁻¹.
+    tempered = gaussian_likelihood(
+        params(mode), params.jacobian(mode), neg_hess, prior(mode)[1],
+        lambda w: params.curvature(mode, w), cov, 0.1,
+    )
+    np.testing.assert_allclose(tempered.center, widened.center)
+    np.testing.assert_allclose(
+        tempered.precision, np.linalg.inv(np.linalg.inv(A) / 0.1 + jac @ cov @ jac.T), rtol=1e-6
+    )
 
 
 def test_a_likelihood_that_reads_nothing_of_theta_is_refused():

@@ -174,19 +174,22 @@ def test_the_laplace_route_draws_the_tempered_target(make_conjugate, step_class)
     assert draws.std() == pytest.approx(tempered_sd, rel=0.15)
 
 
+@pytest.mark.parametrize("n, eps", [(2000, 2.0), (20_000, 50.0)])
 def test_only_eps_and_tempering_draw_the_tempered_approximation_when_mcmc_cannot_mix(
-    make_conjugate,
+    make_conjugate, n, eps
 ):
-    # tempering defines the target, not how to sample it: with no MCMC setting given,
-    # DP Barker's budget (a few hundred iterations, too few to mix) goes to the Laplace
-    # approximation of the tempered target, N(0.876, 0.149²) here.
+    # tempering defines the target, not how to sample it: with no MCMC setting given, DP
+    # Barker's budget goes to the Laplace approximation of the tempered target when its
+    # chain cannot make 1000 draws: at n = 2000, ε = 2 the budget buys too few
+    # iterations; at n = 20000, ε = 50 it buys plenty, but the default chain (1000
+    # iterations) is too short to make them.
     from pymc_dp.steps.dp_barker import DPBarker
 
-    model, mean, _ = make_conjugate(n=2000, prior_sd=0.2)
-    tempered_precision = 1 / 0.2**2 + 0.01 * 2000
-    tempered_mean = 0.01 * mean * (1 / 0.2**2 + 2000) / tempered_precision
+    model, mean, _ = make_conjugate(n=n, prior_sd=0.2)
+    tempered_precision = 1 / 0.2**2 + 0.01 * n
+    tempered_mean = 0.01 * mean * (1 / 0.2**2 + n) / tempered_precision
     with model:
-        step = DPBarker(eps=2.0, tempering=0.01, chains=1)
+        step = DPBarker(eps=eps, tempering=0.01, chains=1)
         with pytest.warns(pymc_dp.LaplaceApproximationWarning):
             idata = pymc_dp.sample(step=step, draws=1000, tune=0, chains=1, random_seed=5,
                                    **SAMPLE)
