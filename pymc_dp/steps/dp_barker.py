@@ -84,11 +84,13 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         Per-coordinate proposal standard deviations, their initial factor (tuned from
         accept decisions during tuning) and the tuning period.
     method : {"auto", "mcmc", "laplace"}
-        ``"auto"`` (default) runs DP Barker MCMC only when the iterations the budget buys
-        give about :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES` independent draws per chain
-        (a random walk's best case); otherwise the whole budget pays for the private Laplace
-        approximation of the posterior (as :class:`~pymc_dp.DPPenalty` does) and the draws
-        come from it, with a :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning`.
+        ``"auto"`` (default) runs DP Barker MCMC only when the iterations the budget buys,
+        and the chain's length, give about :data:`~pymc_dp.steps.warmup.MCMC_MIN_MOVES`
+        independent draws per chain (a random walk's best case, halved), or when a setting
+        only its MCMC uses is given (``batch_size``, ``S``, ``scaling``); otherwise the
+        whole budget pays for the private Laplace approximation of the (tempered) target
+        (as :class:`~pymc_dp.DPPenalty` does) and the draws come from it, with a
+        :class:`~pymc_dp.steps.warmup.LaplaceApproximationWarning`.
         ``"mcmc"`` always runs DP Barker; ``"laplace"`` always draws from the approximation.
     warmup : bool or pymc_dp.WarmupPlan
         The private warm-up that makes the Laplace approximation (default ``True``; docs/
