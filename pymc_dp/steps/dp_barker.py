@@ -335,6 +335,14 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         "Laplace draws are the result to use."
     )
 
+    # (the chain moves freely on a target the clip flattened: R̂ and ESS look fine)
+    _no_moves_effect = (
+        "no batch keeps DP Barker's fixed clip bound (√b/(nT)) from flattening the target "
+        "its chains follow, so their draws spread far wider than the posterior (often "
+        "tens of times), however good R̂ and the ESS look. Give tempering=T ≤ 0.2 (the "
+        "draws then follow the tempered posterior) or leave method='auto'"
+    )
+
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
         # The iterations per chain the budget buys with a batch large enough that clipping
         # leaves typical moves alone, at a random walk's best efficiency; none if no batch

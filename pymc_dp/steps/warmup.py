@@ -376,7 +376,9 @@ class PrivateWarmup:
             # (a step whose budget bounds its iterations runs what it was asked to run)
             self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
-                "draws per chain here: expect chains that hardly mix (R̂ far above 1)"
+                "draws per chain here: "
+                + ("expect chains that hardly mix (R̂ far above 1)" if moves > 0.0
+                   else self._no_moves_effect)
                 + ("." if self.warmup is None else "; method='auto' with no MCMC settings "
                    "would draw from the private Laplace approximation instead."),
                 UserWarning,
@@ -422,13 +424,19 @@ class PrivateWarmup:
                 )
             reads = " (it reads every row, not batches)" if self._subsampled else ""
             default = sum(self._mcmc_length(chains))
+            if mixing >= moves:
+                length = ""
+            elif iterations == sum(self.default_length(chains)):
+                # (the library's own length for a Laplace run: no chain anyone asked for)
+                length = (f" and a chain of the default MCMC length, {default} iterations, "
+                          f"can make at most {self._chain_moves(default):.2g}")
+            else:
+                length = (f" and a chain of {iterations} iterations can make at most "
+                          f"{self._chain_moves(iterations):.2g} (of the default MCMC length, "
+                          f"{default} iterations: {self._chain_moves(default):.2g})")
             self._warn_once(
                 f"{type(self).__name__}: the budget buys about {moves:.2g} independent MCMC "
-                f"draws per chain here"
-                + (f" and a chain of {iterations} iterations can make at most "
-                   f"{self._chain_moves(iterations):.2g} (of the default MCMC length, "
-                   f"{default} iterations: {self._chain_moves(default):.2g})"
-                   if mixing < moves else "")
+                f"draws per chain here{length}"
                 + f", too few for chains to mix (method='auto', the default, runs MCMC only "
                 f"when it buys about {self._min_moves():.0f}); the draws come from the "
                 "private Laplace approximation (the exact prior times a Gaussian likelihood) "
@@ -444,6 +452,9 @@ class PrivateWarmup:
     _no_moves_advice = (
         "Its MCMC cannot mix on this model; the Laplace draws are the result to use."
     )
+
+    #: what a chain run anyway does when the step expects no moves at all
+    _no_moves_effect = "expect chains that do not move (R̂ far above 1)"
 
     def _warn_once(self, message: str, category) -> None:
         """Warn once per step and kind of warning: a run plans and calibrates several

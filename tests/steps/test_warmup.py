@@ -403,7 +403,8 @@ def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buy
         assert RANDOM_WALK_EFFICIENCY * (draws + tune) >= MCMC_MIN_MOVES
         assert not step._will_use_laplace(2)
         short = pymc_dp.DPPenalty(eps=500.0, chains=2)
-        with pytest.warns(pymc_dp.LaplaceApproximationWarning, match="can make at most"):
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning,
+                          match="a chain of 700 iterations can make at most"):
             short.plan(chains=2, draws=500, tune=200)
         assert short._laplace
         # DPHMC: 0.65 draws per iteration at best. Its default Laplace run (1000 free draws,
@@ -414,7 +415,12 @@ def test_auto_runs_mcmc_only_in_a_chain_long_enough_for_the_draws_its_budget_buy
         assert hmc._expected_moves(2, 223) >= MCMC_MIN_MOVES
         assert hmc._mixing_moves(2, 223) == pytest.approx(HMC_EFFICIENCY * 223)
         assert hmc._will_use_laplace(2) and hmc.default_length(2) == (1000, 0)
-        hmc.plan(chains=2)
+        # (no length given: the warning names the default MCMC chain's, not the 1000 free
+        # draws nobody asked for)
+        with pytest.warns(pymc_dp.LaplaceApproximationWarning) as said:
+            hmc.plan(chains=2)
+        text = str(said[0].message)
+        assert "a chain of the default MCMC length" in text and "1000 iterations" not in text
         assert hmc._laplace
         # with budget enough for a chain of 1539 iterations (its longest), HMC
         far = pymc_dp.DPHMC(eps=10_000.0, chains=2)
@@ -681,11 +687,27 @@ def test_the_approximation_carries_the_noise_of_its_own_mean(make_conjugate):
     assert 0.1 < np.mean(noise_var) / sd**2 < 3.0  # the regime: noise comparable to sd
 
 
+def test_dpbarker_mcmc_on_a_flattened_target_says_its_draws_are_too_wide(make_conjugate):
+    # Untempered, DP Barker's clip bound √b/n clips every move's ratios: its chains move
+    # freely on a flattened target (R̂ looks fine), so the warning must not say "hardly mix"
+    # but that the draws are too wide, and what to change.
+    model, _, post_sd = make_conjugate(n=5000)
+    with model:
+        step = pymc_dp.DPBarker(eps=2.0, chains=2, method="mcmc")
+        assert step._expected_moves(2) == 0.0
+        with pytest.warns(UserWarning, match="flattening the target") as said:
+            step.plan(chains=2)
+        text = " ".join(str(w.message) for w in said)
+        assert "hardly mix" not in text and "tempering=T" in text
+        idata = pymc_dp.sample(step=step, chains=2, random_seed=3, progressbar=False)
+    assert float(idata.posterior["mu"].std()) > 5 * post_sd
+
+
 def test_dpbarker_mcmc_that_can_hardly_mix_says_so(make_conjugate):
     model, *_ = make_conjugate(n=5000)
     with model:
-        step = pymc_dp.DPBarker(eps=2.0, chains=2, method="mcmc")
-        assert step._expected_moves(2) < 1
+        step = pymc_dp.DPBarker(eps=0.5, chains=2, method="mcmc", tempering=0.05)
+        assert 0.0 < step._expected_moves(2) < 1
         with pytest.warns(UserWarning, match="hardly mix"):
             step.plan(chains=2)
 
