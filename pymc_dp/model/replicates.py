@@ -144,8 +144,16 @@ class Replicates:
         q_var, uniforms, outcomes, slots = self._replicate_graph
         if self._replicate_fn is None:
             extra_inputs, _ = self._replicate_extra
-            fn = compile_function([q_var, *uniforms, *self._placeholders, *extra_inputs], outcomes,
-                                  on_unused_input="ignore", **self._compile_kwargs)
+            inputs = [q_var, *uniforms, *self._placeholders, *extra_inputs]
+            try:
+                fn = compile_function(inputs, outcomes, on_unused_input="ignore",
+                                      **self._compile_kwargs)
+            except NotImplementedError:
+                # A backend without an op some inverse CDF needs (JAX has no betaincinv,
+                # Student-t's, without tensorflow-probability) draws the outcomes with
+                # PyTensor's default one: they only feed the gradient rows, compiled as asked.
+                kwargs = {k: v for k, v in self._compile_kwargs.items() if k != "mode"}
+                fn = compile_function(inputs, outcomes, on_unused_input="ignore", **kwargs)
             fn.trust_input = True
             self._replicate_fn = fn
         self.compile_gradient_rows()
