@@ -331,7 +331,7 @@ class BudgetGuard:
             ledger = _ledger_of(reservations)
             ledger.extend(events)
             cost = ledger.epsilon(self.delta)
-            if cost > self.epsilon:
+            if not cost <= self.epsilon:  # (NaN too: a cost not computed is no fit)
                 already = _ledger_of(reservations).epsilon(self.delta)
                 raise PrivacyBudgetExceeded(
                     f"This run would take the privacy spent to ε = {cost:.4g} (δ = "

@@ -790,7 +790,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         ledger = self.guard.spent()
         ledger.extend(events)
         cost = ledger.epsilon(self.delta)
-        if cost > self.epsilon:
+        if not cost <= self.epsilon:  # (NaN too: a cost not computed is no fit)
             raise PrivacyBudgetExceeded(
                 f"This chain would take the privacy spent to ε = {cost:.4g} (δ = "
                 f"{self.delta:.3g}), over the step's budget ε = {self.epsilon:.4g}. More "

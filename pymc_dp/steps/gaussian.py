@@ -68,7 +68,7 @@ class GaussianPrivateStep(PrivateStep):
     def _check_one_iteration_fits(self) -> None:
         """Refuse, at construction, fixed noise that the budget cannot pay one iteration for."""
         cost = self._cost(1)
-        if cost > self.epsilon:
+        if not cost <= self.epsilon:
             raise ValueError(
                 f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for even "
                 f"one iteration at this noise (one iteration costs ε = {cost:.4g}). Increase "
@@ -82,7 +82,7 @@ class GaussianPrivateStep(PrivateStep):
         refused, losing the run's draws.
         """
         cost = self._cost(iterations, chains)
-        if cost > self.epsilon:
+        if not cost <= self.epsilon:
             raise PrivacyBudgetExceeded(
                 f"{chains} chain(s) of {iterations} iterations at this fixed noise would cost "
                 f"ε = {cost:.4g} (δ = {self.delta:.3g}), over the budget ε = {self.epsilon:.4g}. "

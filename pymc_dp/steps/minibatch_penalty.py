@@ -172,7 +172,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
         self._check_warmup_model()
         if self._fixed_noise:
             cost = self._cost(1)
-            if cost > self.epsilon:
+            if not cost <= self.epsilon:
                 raise ValueError(
                     f"The budget ε = {self.epsilon:.4g} (δ = {self.delta:.3g}) is too small for "
                     f"even one iteration at this noise (one iteration costs ε = {cost:.4g}). "
@@ -249,7 +249,7 @@ class MinibatchDPPenalty(PrivateWarmup, SubsampledPrivateStep):
             return  # the warm-up spends the whole budget; the draws release nothing
         if self._fixed_noise:
             cost = self._cost(iterations * chains, chains)
-            if cost > self.epsilon:
+            if not cost <= self.epsilon:
                 raise PrivacyBudgetExceeded(
                     f"{chains} chain(s) of {iterations} iterations at noise multiplier "
                     f"{self.noise_multiplier:.4g} would cost ε = {cost:.4g} (δ = "

@@ -49,3 +49,15 @@ def test_a_lost_ledger_refuses_to_guess(tmp_path):
     os.remove(guard.path)
     with pytest.raises(PrivacyBudgetExceeded, match="missing"):
         guard.reserve([ONE])
+
+
+def test_a_cost_that_is_not_a_number_is_refused(tmp_path, monkeypatch):
+    # `cost > ε` is False for NaN: the guard compares so that a cost it could not compute
+    # never counts as one that fits.
+    from pymc_dp.accounting.ledger import PrivacyLedger
+
+    guard = BudgetGuard(EPS, DELTA, ledger_dir=tmp_path)
+    monkeypatch.setattr(PrivacyLedger, "epsilon", lambda self, delta: float("nan"))
+    with pytest.raises(PrivacyBudgetExceeded, match="No data was read"):
+        guard.reserve([ONE])
+    assert guard.reservations() == []
