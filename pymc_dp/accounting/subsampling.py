@@ -117,16 +117,18 @@ def subsampled_noise_multiplier(
             )
         ] + list(fixed)
 
-    def rdp_excess(log_z):  # > 0: too little noise for the RDP bound
-        nonlocal queries
-        queries += 1
-        evs = events(math.exp(log_z))
-        return rdp_epsilon(evs, delta, orders=CALIBRATION_ORDERS) - eps
+    def excess_of(bound):
+        """log z ↦ the ``bound``'s ε less the budget's (> 0: too little noise for it)."""
 
-    def pld_excess(log_z):  # > 0: too little noise for the PLD bound
-        nonlocal queries
-        queries += 1
-        return wor_pld_epsilon(events(math.exp(log_z)), delta) - eps
+        def excess(log_z):
+            nonlocal queries
+            queries += 1
+            return bound(events(math.exp(log_z))) - eps
+
+        return excess
+
+    rdp_excess = excess_of(lambda evs: rdp_epsilon(evs, delta, orders=CALIBRATION_ORDERS))
+    pld_excess = excess_of(lambda evs: wor_pld_epsilon(evs, delta))
 
     # The ledger charges the smallest of bounds that all fall as z grows, so the smallest z
     # within budget is the smallest of the bounds' own smallest z's. The unsampled
