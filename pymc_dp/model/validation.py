@@ -351,13 +351,21 @@ class ModelChecks:
         )
 
 
+#: Why a model without observed variables is refused, for every private method.
+NO_OBSERVED_MESSAGE = (
+    "The model has no observed variables. A private method protects the rows of observed "
+    "data and finds none here; a model that reads data another way (a likelihood written "
+    "as pm.Potential, data inside a prior or a deterministic) cannot be protected by it. "
+    "Write the likelihood as an observed distribution (e.g. pm.CustomDist(..., "
+    "logp=..., observed=y)); use pm.sample only for a model that reads no private data."
+)
+
+
 def _check_observations(model) -> None:
     """Refuse a model without observed variables, or one PyMC would impute data for."""
     if not model.observed_RVs:
-        raise UnsupportedModelError(
-            "The model has no observed variables: there is no data to protect and nothing "
-            "for a private step to do. Use pm.sample for prior-only models."
-        )
+        # (not "no data": a likelihood written as a pm.Potential reads data all the same)
+        raise UnsupportedModelError(NO_OBSERVED_MESSAGE)
     observed_names = {rv.name for rv in model.observed_RVs}
     imputed = [
         rv.name.removesuffix("_unobserved")

@@ -88,6 +88,7 @@ from pytensor.tensor.shape import Reshape, SpecifyShape
 from pytensor.tensor.subtensor import AdvancedSubtensor, BaseSubtensor, Subtensor
 
 from pymc_dp.errors import UnsupportedModelError
+from pymc_dp.model.validation import NO_OBSERVED_MESSAGE
 
 __all__ = [
     "METRICS",
@@ -1064,7 +1065,7 @@ def lipschitz_bound(
     model = modelcontext(model)
     metric = _check_metric(metric)
     if not model.observed_RVs:
-        raise UnsupportedModelError("The model has no observed variables: no data to protect.")
+        raise UnsupportedModelError(NO_OBSERVED_MESSAGE)
     ranges = _RangeFinder(model)
     terms = []
     for rv in model.observed_RVs:

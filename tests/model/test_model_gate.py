@@ -331,6 +331,24 @@ def test_public_containers_are_frozen_once_the_step_is_built(where):
 
 
 # ---------------------------------------------------------------------- bad observed values
+def test_a_likelihood_written_as_a_potential_is_refused_without_saying_there_is_no_data():
+    # (a new user's trial: the refusal said "there is no data to protect" of a model whose
+    # pm.Potential reads every person's record, and pointed to pm.sample)
+    from pymc_dp.posterior_sampling.lipschitz import lipschitz_bound
+
+    x = np.random.default_rng(0).normal(size=50)
+    y = (x > 0).astype(float)
+    with pm.Model() as m:
+        a, b = pm.Normal("a", 0, 2), pm.Normal("b", 0, 2)
+        eta = a + b * x
+        pm.Potential("loglik", (y * eta - pm.math.log1pexp(eta)).sum())
+    for build in (lambda: PrivateModel(m), lambda: lipschitz_bound(m)):
+        with pytest.raises(UnsupportedModelError, match="no observed variables") as refused:
+            build()
+        assert "no data to protect" not in str(refused.value)
+        assert "pm.Potential" in str(refused.value) and "observed=" in str(refused.value)
+
+
 def test_an_observed_variable_without_rows_is_refused():
     with pm.Model() as m:
         mu = pm.Normal("mu")
