@@ -36,6 +36,12 @@ _BARKER_EFFICIENCY = RANDOM_WALK_EFFICIENCY / 2
 #: target (without tempering, any batch: thesis 3.4). A planning figure.
 _BARKER_UNCLIPPED_BATCH = 23.0
 
+#: Why DP Barker's MCMC cannot follow an untempered posterior (warnings' wording).
+_FLATTENED = (
+    "no batch keeps DP Barker's fixed clip bound (√b/(nT)) from flattening the target its "
+    "chains follow"
+)
+
 
 @shared_parameter_docs
 class DPBarker(PrivateWarmup, SubsampledPrivateStep):
@@ -330,17 +336,15 @@ class DPBarker(PrivateWarmup, SubsampledPrivateStep):
         return _BARKER_EFFICIENCY * int(iterations) / self.private_model.dim
 
     _no_moves_advice = (
-        "Unless tempering=T ≤ 0.2 (a tempered posterior), no batch keeps DP Barker's "
-        "fixed clip bound (√b/(nT)) from flattening the target its MCMC follows; the "
-        "Laplace draws are the result to use."
+        f"Unless tempering=T ≤ 0.2 (a tempered posterior), {_FLATTENED}; the Laplace draws "
+        "are the result to use."
     )
 
     # (the chain moves freely on a target the clip flattened: R̂ and ESS look fine)
     _no_moves_effect = (
-        "no batch keeps DP Barker's fixed clip bound (√b/(nT)) from flattening the target "
-        "its chains follow, so their draws spread far wider than the posterior (often "
-        "tens of times), however good R̂ and the ESS look. Give tempering=T ≤ 0.2 (the "
-        "draws then follow the tempered posterior) or leave method='auto'"
+        f"{_FLATTENED}, so their draws spread far wider than the posterior (often tens of "
+        "times), however good R̂ and the ESS look. Give tempering=T ≤ 0.2 (the draws then "
+        "follow the tempered posterior) or leave method='auto'"
     )
 
     def _expected_moves(self, chains: int, iterations: int | None = None) -> float:
