@@ -836,13 +836,17 @@ class _Chart:
         if not np.all(np.isfinite(jac)):
             return
         rows = independent_rows(jac)
-        if 0 < rows.size < q0.size or (square and rows.size == q0.size):
+        by_index = getattr(params, "row_groups", None)
+        groups = np.zeros(rows.size, int) if by_index is None else by_index(q0)
+        # (a component left out as dependent on others would carry its rows' slopes onto
+        # the group coordinates: no longer one group's per row)
+        grouped = rows.size == groups.size and bool(np.any(groups > 0))
+        # As many numbers as θ: φ only when it bends (bent), or when the rows read groups
+        # of it (group intercepts with a fixed prior: the release coordinates of
+        # _group_scale, which the chart on θ lacks, weigh each person alike).
+        if 0 < rows.size < q0.size or (rows.size == q0.size and (square or grouped)):
             self.params, self.rows, self.size = params, rows, rows.size
-            by_index = getattr(params, "row_groups", None)
-            groups = np.zeros(rows.size, int) if by_index is None else by_index(q0)
-            # (a component left out as dependent on others would carry its rows' slopes
-            # onto the group coordinates: no longer one group's per row)
-            if rows.size == groups.size and np.any(groups > 0):
+            if grouped:
                 self.groups = groups[rows]
 
     def whitening(self, shape):
