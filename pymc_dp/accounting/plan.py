@@ -106,6 +106,30 @@ class WarmupPlan:
         split = np.asarray(self.split) / sum(self.split)
         return np.sqrt(1.0 / (2.0 * np.outer(per_iteration, split)))
 
+    def mode_noise(self, chain_mu: float, dim: int) -> float:
+        """About how far the warm-up's mode lies from the posterior's, in posterior sds,
+        on a parameter that m people inform, times √m: the mode is off by about this
+        divided by √m (public: reads no data).
+
+        The mode is the precision-weighted mean of the Newton targets of the last
+        iterations, each off by its gradient release's noise 2Cz in the posterior's metric.
+        There one person's gradient has squared norm about χ²_dim / m on a parameter m
+        people inform (the others' gradients do not touch it): the clip bound C is
+        ``clip_margin`` times the ``quantile`` of √χ²_dim, over √m. The later half of
+        the iterations are counted, the ones the mean usually averages; so the figure is
+        ``2 · clip_margin · √χ²_dim(quantile) · z``, z the noise multiplier of those
+        releases together. A guide, not a bound: a model whose per-person gradients have
+        heavier tails than a Gaussian's is clipped harder and noisier; one whose
+        parameters' information sits in few people (a small group's intercept, the
+        coefficient of a rare condition) has the small m.
+        """
+        from scipy.stats import chi2
+
+        z_grad = self.noise_multipliers(chain_mu)[:, 1]
+        later = z_grad[len(z_grad) // 2:]
+        z = float(np.sum(later**-2.0) ** -0.5)
+        return 2.0 * self.clip_margin * float(np.sqrt(chi2.ppf(self.quantile, dim))) * z
+
     def events(self, chain_mu: float) -> list[GaussianEvent]:
         """The warm-up's releases of one chain as ledger events, one per release."""
         names = (

@@ -579,6 +579,17 @@ class PrivateWarmup:
                 "runs one warm-up for all chains with their shares together: same cost, "
                 f"noise sd 1/√{chains} of a chain's own)"
             )
+            noise = self.warmup.mode_noise(
+                self._shared_warmup_mu() / self.warmup.share, self._coordinates_per_person()
+            )
+            n = self.private_model.n_data
+            notes.append(
+                f"the warm-up's mode: about {noise:.3g}/√m posterior sds off on a parameter "
+                f"m people inform ({noise / np.sqrt(n):.2g} if all {n} do); within 1 sd "
+                f"needs m ≥ {noise**2:.3g}, within 3 sds m ≥ {(noise / 3) ** 2:.3g} (a "
+                "small group's intercept, a rare condition's coefficient: their error stays "
+                "above their posterior sd below that)"
+            )
         if self.laplace_capable:
             if self._laplace:
                 length = sum(self._mcmc_length(chains))
@@ -602,6 +613,20 @@ class PrivateWarmup:
                 f"alone: {2 * norm.cdf(-sigma / 2):.2f} (noise sd ≈ {sigma:.3g})"
             )
         return notes
+
+    def _coordinates_per_person(self) -> int:
+        """How many of the warm-up's coordinates one person's gradient touches (graph
+        only): all of θ's, but where the likelihood reads tables of group parameters through
+        a per-row index, the shared parameters and one entry per table."""
+        pmodel = self.private_model
+        params = pmodel.likelihood_parameters()
+        if params is None:
+            return pmodel.dim
+        with np.errstate(all="ignore"):
+            groups = params.row_groups(pmodel.ravel(pmodel._initial_point))
+        if not np.any(groups > 0):
+            return pmodel.dim
+        return int(np.sum(groups == 0) + np.unique(groups[groups > 0]).size)
 
     def _start_warmup_chain(self) -> None:
         """Forget the last chain's warm-up: every chain pays for its own and runs it (with

@@ -44,3 +44,20 @@ def test_a_plan_given_one_setting_keeps_the_librarys_other_defaults():
 
     assert WarmupPlan() == DEFAULT_WARMUP
     assert WarmupPlan(iterations=32) == dataclasses.replace(DEFAULT_WARMUP, iterations=32)
+
+
+@pytest.mark.parametrize("dim", [1, 3, 12])
+def test_the_modes_noise_is_the_later_gradient_releases_through_a_persons_clip(dim):
+    # Equal iterations: each of the later K − ⌊K/2⌋ gradient releases spends the share
+    # s·μ/K · split_g of μ, z = 1/√(2 μ_t); the mode averages them; one person's clip is
+    # margin·√χ²_dim(q) over √m; the release's noise is 2Cz.
+    from scipy.stats import chi2
+
+    plan = WarmupPlan(share=0.4, iterations=9, growth=1.0, clip_margin=1.5, quantile=0.99)
+    chain_mu = 0.3
+    per_release = plan.share * chain_mu / plan.iterations * plan.split[1] / sum(plan.split)
+    z = 1.0 / np.sqrt((plan.iterations - plan.iterations // 2) * 2.0 * per_release)
+    expected = 2.0 * 1.5 * np.sqrt(chi2.ppf(0.99, dim)) * z
+    assert plan.mode_noise(chain_mu, dim) == pytest.approx(expected, rel=1e-12)
+    # four times the budget, half the noise
+    assert plan.mode_noise(4 * chain_mu, dim) == pytest.approx(expected / 2, rel=1e-12)

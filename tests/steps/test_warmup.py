@@ -1090,3 +1090,29 @@ def test_group_intercepts_with_a_fixed_prior_weigh_every_person_alike():
             found = step.warm_up_for_run(np.random.default_rng(seed), 2, 1000)
         assert np.all(np.abs(found.mean - exact) / sds < 6.0)
 
+
+def test_the_plan_says_how_far_the_mode_lies_for_a_parameter_m_people_inform():
+    # The plan's figure A/√m, reading no data, against the warm-up's mode on a linear
+    # regression whose posterior is known (every coefficient informed by all n): the rms
+    # error over a few warm-ups is within a factor of two of A/√n (the figure is a guide;
+    # a noise twice or half as large as it says would show).
+    rng = np.random.default_rng(5)
+    n = 3000
+    x = np.c_[np.ones(n), rng.normal(size=(n, 2))]
+    y = x @ np.array([0.5, 1.0, -1.0]) + rng.normal(size=n)
+    with pm.Model() as model:
+        b = pm.Normal("b", 0.0, 10.0, shape=3)
+        pm.Normal("y", pm.Data("x", x) @ b, 1.0, observed=y)
+    cov = np.linalg.inv(x.T @ x + np.eye(3) / 100.0)
+    exact, sds = cov @ (x.T @ y), np.sqrt(np.diag(cov))
+    errors = []
+    for seed in range(6):
+        with model:
+            step = pymc_dp.DPPenalty(eps=2.0)
+            text = str(step.plan(chains=2))
+            found = step.warm_up_for_run(np.random.default_rng(seed), 2, 1000)
+        errors.append((found.mean - exact) / sds)
+    said = re.search(r"the warm-up's mode: about ([0-9.e+-]+)/√m posterior sds", text)
+    figure = float(said.group(1)) / np.sqrt(n)
+    rms = float(np.sqrt(np.mean(np.square(errors))))
+    assert 0.5 * figure < rms < 2.0 * figure
