@@ -1,6 +1,6 @@
 """Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
 
-Issue 13, item 6. Fifteen models of the kinds users write (linear and logistic regression
+Issue 13, item 6. Sixteen models of the kinds users write (linear and logistic regression
 with ``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
 exposure offset, Student-t regression, a two-component normal mixture with ordered means,
 ``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities, negative
@@ -8,7 +8,8 @@ binomial counts and Gamma costs with covariates on their own scales and a disper
 shape parameter; and two that a new user's trial found failing, added on 2026-11-26: a
 logistic regression with ten covariates and a rare condition, and intercepts and slopes per
 clinic; then a logistic regression with 25 regions of very unequal size, and log radon by
-county with counties of a handful to a thousand people), each on simulated data with n rows (one row per person) and weakly-informative
+county with counties of a handful to a thousand people; on 2026-11-28 intercepts for
+twelve stores under a fixed prior), each on simulated data with n rows (one row per person) and weakly-informative
 priors.
 
 For every model and n the benchmark runs a non-private NUTS reference once
@@ -378,10 +379,30 @@ def hier_radon(rng, n):
     return model
 
 
+def hier_fixed(rng, n):
+    """Sales by store: twelve stores of very unequal size (Dirichlet(1) shares, 60 to 3300
+    people at n = 10⁴) with intercepts under a fixed N(0, 1) prior (no hyperparameters, as
+    many users write them), a common slope and residual sd. Added 2026-11-28, when such
+    intercepts turned out to lack the release coordinates hierarchical priors had."""
+    stores = [f"store_{k:02d}" for k in range(12)]
+    store = rng.choice(12, n, p=rng.dirichlet(np.full(12, 1.0)))
+    x = rng.normal(size=n)
+    y = rng.normal(0.0, 0.8, 12)[store] + 0.5 * x + rng.normal(0.0, 1.5, n)
+    with pm.Model(coords={"store": stores}) as model:
+        s = pm.Data("store_idx", store, dims="obs")
+        x_data = pm.Data("x", x, dims="obs")
+        a = pm.Normal("a", 0.0, 1.0, dims="store")
+        b = pm.Normal("b", 0.0, 2.0)
+        sigma = pm.HalfNormal("sigma", 3.0)
+        pm.Normal("sales", a[s] + b * x_data, sigma, observed=y, dims="obs")
+    return model
+
+
 MODELS = {
     f.__name__: f
     for f in (linear, logistic, hierarchical, poisson, student_t, mixture, censored, mvnormal, deterministics,
-              negative_binomial, gamma_cost, logistic_wide, hier_slope, hier_logistic, hier_radon)
+              negative_binomial, gamma_cost, logistic_wide, hier_slope, hier_logistic, hier_radon,
+              hier_fixed)
 }
 
 
