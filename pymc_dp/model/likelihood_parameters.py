@@ -111,8 +111,9 @@ def likelihood_frontier(per_datum: Variable, theta: Variable, rows) -> list[Vari
 
 
 def _frontier(per_datum: Variable, theta: Variable, rows) -> dict:
-    """:func:`likelihood_frontier` as a dict: each node → whether every row reads it only
-    through a per-row index (``a[g]``: a row reads one entry of it)."""
+    """:func:`likelihood_frontier` as a dict: each node → the per-row index variables every
+    row reads it through (``a[g]``: a row reads one entry of it), or ``None`` where some
+    row reads it whole."""
     on_theta = _depends_on([per_datum], {theta})
     on_rows = _depends_on([per_datum], set(rows))
     gathered = {}  # var -> (P, idx): var == P[idx], P computed from θ alone
@@ -149,16 +150,17 @@ def _frontier(per_datum: Variable, theta: Variable, rows) -> dict:
                 if isinstance(node.op.scalar_op, ps.Add | ps.Mul):
                     # (associative and commutative: the fitting terms form one parameter)
                     part = mapped[0] if len(mapped) == 1 else virtual(node.op, mapped)
-                    frontier.append((_peel(part, on_theta), True))
+                    frontier.append((_peel(part, on_theta), idx))
                     inputs = [v for v, ok in zip(inputs, fits) if not ok]
         for var in inputs:
             if var in gathered:
-                frontier.append((_peel(gathered[var][0], on_theta), True))
+                frontier.append((_peel(gathered[var][0], on_theta), gathered[var][1]))
             elif param(var):
-                frontier.append((_peel(var, on_theta), False))
+                frontier.append((_peel(var, on_theta), None))
     indexed = {}
-    for var, by_index in frontier:  # (read whole anywhere: not row-sparse)
-        indexed[var] = indexed.get(var, True) and by_index
+    for var, idx in frontier:  # (read whole anywhere: not row-sparse)
+        before = indexed.get(var, frozenset())
+        indexed[var] = None if before is None or idx is None else before | {idx}
     return indexed
 
 
@@ -187,9 +189,10 @@ class LikelihoodParameters:
     """
 
     def __init__(self, per_datum, theta, rows, private=(), compile_kwargs=None):
-        indexed = _frontier(per_datum, theta, rows)
-        if not indexed:
+        through = _frontier(per_datum, theta, rows)
+        if not through:
             raise ValueError("the log-likelihood reads no parameter")
+        indexed = {v: idx is not None for v, idx in through.items()}
         phi = pt.concatenate([pt.as_tensor(v).astype("float64").ravel() for v in indexed])
         tables = np.cumsum(list(indexed.values())) * np.array(list(indexed.values()))
         by_index = pt.concatenate(
@@ -221,6 +224,13 @@ class LikelihoodParameters:
             [theta, weights], vjp, on_unused_input="ignore", **kwargs
         )
         self._dtype = theta.dtype
+        families = {}
+        for idx, t in zip(through.values(), tables):
+            if idx is not None and len(idx) == 1:
+                families.setdefault(next(iter(idx)), []).append(int(t))
+        #: the tables (as numbered by :meth:`row_groups`) that rows read through one and the
+        #: same index variable, as in ``a[g] + b[g]·x``: a row reads entry k of each
+        self.paired_tables = tuple(tuple(ts) for ts in families.values() if len(ts) > 1)
 
     def __call__(self, q: np.ndarray) -> np.ndarray:
         """``φ(q)``."""

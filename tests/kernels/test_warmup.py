@@ -941,3 +941,37 @@ def test_a_chart_found_at_the_last_iteration_does_not_garble_the_curvature(itera
     )
     assert np.allclose(res.loglik_hessian, exact, rtol=0.3)
     assert _Chart(params, theta, square=True).params is params
+
+
+def test_a_groups_entries_in_tables_read_through_one_index_are_whitened_together():
+    # Intercepts and slopes per group, a[g] + b[g]·x: a row reads entry g of both. The
+    # chart whitens each group's pair jointly (their curvature is far from diagonal when x
+    # is far from zero), and nothing across groups, so that each row's gradient stays on
+    # its own group's coordinates (the release coordinates of _group_scale).
+    import pymc as pm
+
+    from pymc_dp.kernels.warmup import _Chart
+    from pymc_dp.model import PrivateModel
+
+    rng = np.random.default_rng(2)
+    g, x = rng.integers(0, 3, 300), rng.gamma(2.0, 2.0, 300)
+    with pm.Model() as model:
+        a, b = pm.Normal("a", 0, 1, shape=3), pm.Normal("b", 0, 1, shape=3)
+        g_data = pm.Data("g", g)
+        pm.Normal("y", a[g_data] + b[g_data] * pm.Data("x", x), 1.0, observed=rng.normal(size=300))
+    pmodel = PrivateModel(model)
+    q = pmodel.ravel(pmodel._initial_point)
+    chart = _Chart(pmodel.likelihood_parameters(), q)
+    assert len(chart.pairs) == 3 and all(len(p) == 2 for p in chart.pairs)
+    # a curvature with each group's intercept–slope block correlated 0.9
+    shape = np.eye(6)
+    for i, j in chart.pairs:
+        shape[i, j] = shape[j, i] = 0.9
+    w = chart.whitening(shape)
+    white = w @ shape @ w.T
+    for i, j in chart.pairs:
+        np.testing.assert_allclose(white[np.ix_([i, j], [i, j])], np.eye(2), atol=1e-12)
+    inside = np.zeros((6, 6), bool)
+    for pair in chart.pairs:
+        inside[np.ix_(pair, pair)] = True
+    assert np.all(w[~inside] == 0.0)

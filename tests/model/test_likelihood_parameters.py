@@ -203,3 +203,28 @@ def test_parameters_with_one_entry_per_person_are_refused_even_from_public_data(
         b = pm.Normal("b", 0, 1)
         pm.Normal("y", a + b * xd, 1.0, observed=rng.normal(size=300))
     assert PrivateModel(model).likelihood_parameters() is None
+
+
+@pytest.mark.parametrize("style", ["same index", "two indices", "one table"])
+def test_tables_read_through_one_index_are_paired(style):
+    # a[g] + b[g]·x: a row reads entry g of both tables, which the warm-up whitens together
+    # (a group's intercept and slope); tables read through different indices (crossed
+    # effects a[g] + c[h]) are not paired, nor is a lone table.
+    rng = np.random.default_rng(4)
+    g, h, x = rng.integers(0, 4, 200), rng.integers(0, 4, 200), rng.normal(size=200)
+    with pm.Model() as model:
+        g_data, h_data, x_data = pm.Data("g", g), pm.Data("h", h), pm.Data("x", x)
+        a = pm.Normal("a", 0, 1, shape=4)
+        b = pm.Normal("b", 0, 1, shape=4)
+        mean = {"same index": a[g_data] + b[g_data] * x_data,
+                "two indices": a[g_data] + b[h_data],
+                "one table": a[g_data] + b.sum() * x_data}[style]
+        pm.Normal("y", mean, 1.0, observed=rng.normal(size=200))
+    pmodel = PrivateModel(model)
+    params = pmodel.likelihood_parameters()
+    groups = params.row_groups(pmodel.ravel(pmodel._initial_point))
+    if style == "same index":
+        (pair,) = params.paired_tables
+        assert sorted(pair) == sorted(set(groups[groups > 0]))
+    else:
+        assert params.paired_tables == ()
