@@ -586,9 +586,10 @@ class PrivateWarmup:
             notes.append(
                 f"the warm-up's mode: about {noise:.3g}/√m posterior sds off on a parameter "
                 f"m people inform ({noise / np.sqrt(n):.2g} if all {n} do); within 1 sd "
-                f"needs m ≥ {noise**2:.3g}, within 3 sds m ≥ {(noise / 3) ** 2:.3g} (a "
-                "small group's intercept, a rare condition's coefficient: their error stays "
-                "above their posterior sd below that)"
+                f"needs m ≥ {noise**2:.3g}, within 3 sds m ≥ {(noise / 3) ** 2:.3g}: a "
+                "small group's intercept or a rare condition's coefficient, informed by "
+                f"fewer, stays further off (pymc_dp.sample's one warm-up; √{chains} times "
+                "more with a warm-up per chain under pm.sample)"
             )
         if self.laplace_capable:
             if self._laplace:
