@@ -24,6 +24,11 @@ from pymc_dp.accounting.roots import safe_root
 from pymc_dp.accounting.subsampling import subsampled_noise_multiplier
 
 REL = 1e-9
+#: For roots of a PLD accountant's ε: its discretised convolutions move in the 8th digit
+#: with the libraries installed (a fresh install on 2026-11-28, NumPy 2.5.5, SciPy 1.18.1,
+#: dp-accounting 0.6.0, moved 1.58788722634 to 1.58788726495). Safety is still checked
+#: exactly: the ε at the root is within budget.
+REL_PLD = 1e-6
 
 
 def _counting(fn):
@@ -113,7 +118,7 @@ def test_noise_multiplier_for_pinned():
 def test_subsampled_noise_multiplier_pinned_and_safe(args, fixed, z, queries):
     eps, delta, q, releases = args
     got, n = subsampled_noise_multiplier(*args, fixed=fixed)
-    assert got == pytest.approx(z, rel=REL, abs=0.0) and n == queries
+    assert got == pytest.approx(z, rel=REL_PLD, abs=0.0) and n == queries
     ev = SubsampledGaussianEvent(name="r", noise_multiplier=got, sampling_rate=q, count=releases)
     assert PrivacyLedger([ev, *fixed]).epsilon(delta) <= eps
 
