@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,7 +56,10 @@ class WarmupPlan:
         as much as the last.
     split : tuple of four floats
         Shares of each iteration's μ for the gradient-norm histogram, the gradient, the
-        Hessian-norm histogram and the Hessian, in the order of :meth:`events`.
+        Hessian-norm histogram and the Hessian, in the order of :meth:`events`. The
+        Hessian-norm share may be 0: the histogram is then not released, and the Hessian's
+        clip bound comes from the gradient's (:meth:`without_hessian_norms`, which the
+        steps use for a likelihood with a kink in every row).
     replicates : int
         Outcomes simulated from the model per person and iteration (an even number:
         antithetic pairs) to take the clipping bias out of the gradient release
@@ -86,12 +89,35 @@ class WarmupPlan:
             raise ValueError("clip_margin must be a finite number >= 1")
         if not (math.isfinite(self.growth) and self.growth >= 1.0):
             raise ValueError("growth must be a finite number >= 1")
-        if len(self.split) != 4 or not all(s > 0 for s in self.split):
-            raise ValueError("split must be four positive shares")
+        if len(self.split) != 4 or not (
+            all(math.isfinite(s) and s >= 0 for s in self.split)
+            and all(self.split[k] > 0 for k in (0, 1, 3))
+        ):
+            raise ValueError(
+                "split must be four shares, positive but for the Hessian-norm histogram's "
+                "(which may be 0)"
+            )
         if isinstance(self.replicates, bool) or not (
             isinstance(self.replicates, int) and self.replicates >= 0 and self.replicates % 2 == 0
         ):
             raise ValueError("replicates must be an even int >= 0 (antithetic pairs)")
+
+    @property
+    def hessian_norms(self) -> bool:
+        """Whether each iteration releases a histogram of per-datum Hessian norms."""
+        return self.split[2] > 0
+
+    def without_hessian_norms(self) -> WarmupPlan:
+        """This plan with the Hessian-norm histogram's share moved to the Hessian's release.
+
+        For a likelihood whose rows each bend at a point of their own (a quantile
+        regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.row_kinks`), every
+        row's Hessian is zero but at its kink, and a quantile of their norms says nothing.
+        The warm-up then differences clipped gradients a posterior sd apart, whose norms the
+        gradient's clip bound already bounds. Same μ in all.
+        """
+        a, b, c, d = self.split
+        return replace(self, split=(a, b, 0.0, c + d))
 
     def mu(self, chain_mu: float) -> float:
         """The μ the warm-up of one chain spends."""
@@ -104,7 +130,8 @@ class WarmupPlan:
         weights[0] = weights[-1]  # the first iteration sets the metric the others work in
         per_iteration = self.mu(chain_mu) * weights / weights.sum()
         split = np.asarray(self.split) / sum(self.split)
-        return np.sqrt(1.0 / (2.0 * np.outer(per_iteration, split)))
+        with np.errstate(divide="ignore"):  # (a share of 0: no release, z = ∞)
+            return np.sqrt(1.0 / (2.0 * np.outer(per_iteration, split)))
 
     def mode_noise(self, chain_mu: float, dim: int) -> float:
         """About how far the warm-up's mode lies from the posterior's, in posterior sds,
@@ -144,6 +171,7 @@ class WarmupPlan:
             GaussianEvent(name=name, count=1, noise_multiplier=float(z), sensitivity=sens)
             for row in self.noise_multipliers(chain_mu)
             for (name, sens), z in zip(names, row)
+            if np.isfinite(z)  # (a share of 0 releases nothing)
         ]
 
 
@@ -187,6 +215,23 @@ class ClipDiagnostics:
         ):
             raise ValueError(f"clip_diagnostics share must lie in (0, 1), got {share!r}")
         object.__setattr__(self, "share", float(share))
+
+    @property
+    def hessian_norms(self) -> bool:
+        """Whether each iteration releases a histogram of per-datum Hessian norms."""
+        return self.split[2] > 0
+
+    def without_hessian_norms(self) -> WarmupPlan:
+        """This plan with the Hessian-norm histogram's share moved to the Hessian's release.
+
+        For a likelihood whose rows each bend at a point of their own (a quantile
+        regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.row_kinks`), every
+        row's Hessian is zero but at its kink, and a quantile of their norms says nothing.
+        The warm-up then differences clipped gradients a posterior sd apart, whose norms the
+        gradient's clip bound already bounds. Same μ in all.
+        """
+        a, b, c, d = self.split
+        return replace(self, split=(a, b, 0.0, c + d))
 
     def mu(self, chain_mu: float) -> float:
         """The μ one chain's diagnostics spend, of a chain allotment ``chain_mu``."""

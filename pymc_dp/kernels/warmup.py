@@ -85,6 +85,26 @@ DEFAULT_GRID = np.logspace(-6.0, 6.0, 25)
 
 HISTOGRAM_SENSITIVITY = float(np.sqrt(2.0))
 
+
+def kink_step(n: int) -> float:
+    """How far either side, in whitened units (about posterior sds), the warm-up differences
+    clipped gradients for a likelihood with a kink in every row: ``n**(3/8)``, at least 1
+    (32 at n = 10⁴).
+
+    The release's noise is about ``2 √d C z / step``, C ∝ 1/√n the gradient's clip, against
+    a whitened curvature of 1: a wide window sees more rows' kinks and is less noisy. A
+    posterior sd is about a datum's own scale over √n, so the window spans about
+    ±n^(-1/8) of that scale (0.3 at n = 10⁴), over which the sum's curvature changes
+    little. Tried at n = 10⁴ on quantile regressions (DPPenalty, a few seeds): a step of 1
+    left a slope 45 sds off at ε = 4 (the curvature's noise outweighed it, and the metric
+    never corrected); 10 and 32 both did well on a two-parameter model; on the four
+    parameters of ``benchmarks/realistic_models.py``'s ``quantile_centred`` 32 did better
+    at ε = 4 (medians about 0.5–1 against 0.5–3.7). Figures: ``docs/private-mcmc.md``,
+    "Likelihoods that bend in every row".
+    """
+    return max(1.0, float(n) ** 0.375)
+
+
 #: Noise sds of tail count that :func:`noisy_scales` allows before it reads a quantile as
 #: located (:func:`quantile_from_histogram`): see there.
 SCALE_NOISE_ALLOWANCE = 4.0
@@ -540,19 +560,30 @@ def laplace_warmup(
             ]
             rows = debiased_rows(grads, simulated, clip)
         grad_sum = noisy_clipped_sum(rng, rows, clip=clip, noise_multiplier=z_grad)
-        column = chart.hessian_columns(grads_fn, q, w, lift)
-        hess_norms = matrix_row_norms(column, d)
-        # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n. (Four
-        # decades above it, for information sitting in a few rows, did worse: at ε = 1, 62 %
-        # against 79 % of runs within 3 posterior sds over seven realistic models.)
-        # (with group scales a row's Hessian grows or shrinks by the scales squared)
-        low = min(1.0, float(scale.min()))
-        hess_grid = grid if t == 0 else whitened_grid(
-            np.sqrt(d) / n * low**2, decades=2.0 + min(2.0, 2.0 * np.log10(scale.max() / low))
-        )
-        hess_clip = _at_most_grown(noisy_quantile(
-            rng, hess_norms, quantile=quantile, noise_multiplier=z_hnorms, grid=hess_grid
-        ), hess_clip, t)
+        if np.isinf(z_hnorms):
+            # No Hessian-norm release (a kink in every row: WarmupPlan.without_hessian_norms):
+            # clipped gradients differenced a posterior sd apart, whose matrices the
+            # gradient's clip bounds (post-processing of the released clip).
+            step = kink_step(n)
+            column = chart.hessian_columns(grads_fn, q, w, lift, step=step, clip=clip)
+            hess_norms = matrix_row_norms(column, d)
+            hess_clip = np.sqrt(d) * clip / step
+        else:
+            column = chart.hessian_columns(grads_fn, q, w, lift)
+            hess_norms = matrix_row_norms(column, d)
+            # Whitened, the n Hessians sum to about −I: a datum's has norm about √d / n.
+            # (Four decades above it, for information sitting in a few rows, did worse: at
+            # ε = 1, 62 % against 79 % of runs within 3 posterior sds over seven realistic
+            # models.) (with group scales a row's Hessian grows or shrinks by the scales
+            # squared)
+            low = min(1.0, float(scale.min()))
+            hess_grid = grid if t == 0 else whitened_grid(
+                np.sqrt(d) / n * low**2,
+                decades=2.0 + min(2.0, 2.0 * np.log10(scale.max() / low)),
+            )
+            hess_clip = _at_most_grown(noisy_quantile(
+                rng, hess_norms, quantile=quantile, noise_multiplier=z_hnorms, grid=hess_grid
+            ), hess_clip, t)
         hess_sum, hess_noise_sd = noisy_matrix_sum(
             rng, column, d, clip=hess_clip, noise_multiplier=z_hess, norms=hess_norms
         )
@@ -582,7 +613,9 @@ def laplace_warmup(
         h_step = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=noise_floor)
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
         if t > 1:
-            damping = damping / 4 if decrement < last_decrement else min(1.0, damping * 4)
+            onward = np.isinf(z_hnorms) and _still_uphill(q, w, grad_white, base, 2 * clip * z_grad)
+            damping = (damping / 4 if decrement < last_decrement or onward
+                       else min(1.0, damping * 4))
         if t > 0:  # the first metric is a guess from scales alone: let it move freely
             h_shape = _clamp_around(h_shape, scale, max_change)
         here = _Iterate(
@@ -613,6 +646,10 @@ def laplace_warmup(
             q, target = _newton_target(
                 here, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor, start_noise
             )
+            if np.isinf(z_hnorms):
+                # (a kink in every row: where the likelihood is linear the trust region
+                # cuts long steps short, and a cut step does not say the mode is near)
+                target = target._replace(cut=bool(np.sqrt(decrement) > 2.0 * target.length))
             targets.append(target)
         shape = here.w_inv @ here.h_shape @ here.w_inv.T  # back to θ: H = W⁻¹ H̃ W⁻ᵀ
         shape = 0.5 * (shape + shape.T)
@@ -635,6 +672,25 @@ def laplace_warmup(
         curvature_noise=float(curvature_noise),
         loglik_hessian=chart.pull_back(0.5 * (loglik_hessian + loglik_hessian.T), q),
     )
+
+
+def _still_uphill(q, w, grad_white, base, noise_sd: float) -> bool:
+    """Whether the released gradient at ``q`` still points on along the step from ``base``
+    by more than three times its noise sd ``noise_sd`` (post-processing).
+
+    For a likelihood that bends in every row: far from the posterior it is linear, the
+    Newton decrement does not fall from one step to the next, and the damping would keep
+    every step to a few posterior sds. While the slope along the last step keeps its sign,
+    the mode lies further on, and the damping comes down as it does when the decrement
+    falls; an overshoot turns the slope and is taken back (:func:`_retry_radius`).
+    """
+    if base is None:
+        return False
+    step = np.linalg.solve(w.T, q - base.q)  # (in the current whitened coordinates)
+    length = float(np.linalg.norm(step))
+    if not np.isfinite(length) or length == 0.0:
+        return False
+    return float(step @ grad_white) / length > 3.0 * noise_sd
 
 
 @dataclass
@@ -801,6 +857,8 @@ class _Target(NamedTuple):
     start_noise: float  # the same for the iterate the step started from (the last target)
     high: bool  # its gradient clipped at the high quantile
     cov: np.ndarray  # its covariance over the gradient's noise
+    #: the trust region cut the Newton step to less than half (√ of its decrement)
+    cut: bool = False
 
 
 class _Chart:
@@ -934,11 +992,11 @@ class _Chart:
         """A covariance on the chart's coordinates as one on θ."""
         return cov if lift is None else lift @ cov @ lift.T
 
-    def hessian_columns(self, grads_fn, q, w, lift):
+    def hessian_columns(self, grads_fn, q, w, lift, **kwargs):
         if self.params is None:
-            return hessian_columns(grads_fn, q, w)
+            return hessian_columns(grads_fn, q, w, **kwargs)
         return hessian_columns(
-            lambda p: self.rows_at(grads_fn, p), q, w, directions=w @ lift.T
+            lambda p: self.rows_at(grads_fn, p), q, w, directions=w @ lift.T, **kwargs
         )
 
     def step(self, q, g, h, w, prior_logp_fn, prior_grad_fn):
@@ -1145,7 +1203,7 @@ def _converged_mean(
     """
     tail = []
     for target in reversed(targets):
-        if not (target.high and _is_settled(target)):
+        if not (target.high and not target.cut and _is_settled(target)):
             break
         tail.append(target)
     if not tail:

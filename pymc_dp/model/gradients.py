@@ -322,6 +322,16 @@ class Gradients:
             self._likelihood_parameters = found
         return self._likelihood_parameters
 
+    def likelihood_kinks(self) -> tuple[str, ...]:
+        """The operations that bend each row's log-likelihood in θ at a point of its own
+        (``abs``, ``sign``, ``maximum``: :func:`pymc_dp.model.kinks.row_kinks`); empty for
+        a likelihood smooth row by row. Reads the graph only, never data."""
+        if "_likelihood_kinks" not in self.__dict__:
+            from pymc_dp.model.kinks import row_kinks
+
+            self._likelihood_kinks = row_kinks(self._per_datum_graph, self._q, self._placeholders)
+        return self._likelihood_kinks
+
     def _is_public_parameter_graph(self, graph: Variable) -> bool:
         """Whether φ's graph provably reads θ and public constants only (fail closed).
 

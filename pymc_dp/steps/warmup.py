@@ -274,6 +274,9 @@ class PrivateWarmup:
             ) from None
         if self.warmup.replicates:
             self.private_model.can_replicate()  # (its graph is checked now, not mid-run)
+        if self.warmup.hessian_norms and self.private_model.likelihood_kinks():
+            # (the graph's structure: every row's Hessian is zero but at its own kink)
+            self.warmup = self.warmup.without_hessian_norms()
         self._sampling_mu_allotment(self.planned_chains)  # the warm-up's μ, until calibrated
 
     def _warmup_share(self) -> float:
@@ -579,6 +582,15 @@ class PrivateWarmup:
                 "runs one warm-up for all chains with their shares together: same cost, "
                 f"noise sd 1/√{chains} of a chain's own)"
             )
+            kinks = self.private_model.likelihood_kinks()
+            if kinks:
+                notes.append(
+                    f"the likelihood bends in every row ({', '.join(kinks)} of a quantity "
+                    "that moves with the parameters and the row): the warm-up reads the "
+                    "curvature from clipped gradients a posterior sd apart, which costs "
+                    "more noise than a smooth likelihood's Hessians; expect a wider spread "
+                    "for the same budget"
+                )
             noise = self.warmup.mode_noise(
                 self._shared_warmup_mu() / self.warmup.share, self._coordinates_per_person()
             )
@@ -781,12 +793,21 @@ class PrivateWarmup:
                 WarmupNotConvergedWarning,
             )
         if not found.converged:  # (a released fact: the steps' lengths are released values)
+            kinks = pmodel.likelihood_kinks()
+            bends = (
+                f" This likelihood bends in every row ({', '.join(kinks)}): far from the "
+                "posterior it is linear, its curvature says nothing, and each step covers "
+                "only some posterior sds, so a start far off (an intercept's prior centred "
+                "at 0 for an outcome near 10) is not reached. Centre the outcome, or centre "
+                "the priors of its location parameters on a public guess of its scale."
+                if kinks else ""
+            )
             warn(
                 f"{type(self).__name__}: the private warm-up did not settle: its last Newton "
                 f"steps were longer than their noise explains, so its approximation (the "
                 f"start{', and the draws' if self._laplace else ''}) may be far from the "
                 "posterior. Give a larger budget, a model whose initial point is closer to "
-                "the data's scale, or check the result against a public reference.",
+                "the data's scale, or check the result against a public reference." + bends,
                 WarmupNotConvergedWarning,
             )
         return found

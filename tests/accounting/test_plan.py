@@ -21,6 +21,25 @@ def test_the_warmup_spends_exactly_its_share_of_the_chain(plan):
     assert PrivacyLedger(events).epsilon(1e-5) > 0
 
 
+def test_without_the_hessian_norms_the_hessian_gets_their_share_and_nothing_else_moves():
+    # (for a likelihood with a kink in every row: its Hessian-norm histogram is not made)
+    plan = WarmupPlan()
+    kinked = plan.without_hessian_norms()
+    assert plan.hessian_norms and not kinked.hessian_norms
+    zs, kinked_zs = plan.noise_multipliers(0.02), kinked.noise_multipliers(0.02)
+    assert np.all(np.isinf(kinked_zs[:, 2]))
+    np.testing.assert_allclose(kinked_zs[:, :2], zs[:, :2])
+    # the Hessian's release: its own μ and the histogram's, together (1/z² adds)
+    np.testing.assert_allclose(kinked_zs[:, 3] ** -2, zs[:, 2] ** -2 + zs[:, 3] ** -2)
+    events = kinked.events(0.02)
+    assert "warm-up Hessian-norm histogram" not in {e.name for e in events}
+    assert len(events) == 3 * plan.iterations
+    assert np.isclose(sum(e.mu for e in events), plan.share * 0.02)
+    assert PrivacyLedger(events).epsilon(1e-5) == pytest.approx(
+        PrivacyLedger(plan.events(0.02)).epsilon(1e-5)
+    )
+
+
 def test_later_iterations_get_more_of_the_budget():
     zs = WarmupPlan(growth=2.0).noise_multipliers(0.02)
     assert np.all(np.diff(zs[1:, 1]) < 0)  # less noise on the gradient as the mode nears
@@ -30,7 +49,9 @@ def test_later_iterations_get_more_of_the_budget():
 @pytest.mark.parametrize(
     "kwargs",
     [{"share": 0.0}, {"share": 1.0}, {"iterations": 0}, {"iterations": True},
-     {"quantile": 1.0}, {"growth": 0.5}, {"clip_margin": 0.5}, {"clip_margin": float("nan")}, {"split": (0.1, 0.9)}, {"split": (0.1, 0.6, 0.3)}],
+     {"quantile": 1.0}, {"growth": 0.5}, {"clip_margin": 0.5}, {"clip_margin": float("nan")}, {"split": (0.1, 0.9)}, {"split": (0.1, 0.6, 0.3)},
+     {"split": (0.0, 0.6, 0.1, 0.3)}, {"split": (0.1, 0.6, 0.1, 0.0)},
+     {"split": (0.1, 0.6, -0.1, 0.3)}, {"split": (0.1, 0.6, float("nan"), 0.3)}],
 )
 def test_bad_plans_are_refused(kwargs):
     with pytest.raises(ValueError):
