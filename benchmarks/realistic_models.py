@@ -1,6 +1,6 @@
 """Private steps with only ``eps`` given, on ordinary PyMC models: distance from NUTS.
 
-Issue 13, item 6. Sixteen models of the kinds users write (linear and logistic regression
+Issue 13, item 6. Eighteen models of the kinds users write (linear and logistic regression
 with ``pm.Data`` and dims, a hierarchical model with a per-row group index, Poisson with an
 exposure offset, Student-t regression, a two-component normal mixture with ordered means,
 ``pm.Censored``, MvNormal rows, a model with ``pm.Deterministic`` quantities, negative
@@ -9,7 +9,8 @@ shape parameter; and two that a new user's trial found failing, added on 2026-11
 logistic regression with ten covariates and a rare condition, and intercepts and slopes per
 clinic; then a logistic regression with 25 regions of very unequal size, and log radon by
 county with counties of a handful to a thousand people; on 2026-11-28 intercepts for
-twelve stores under a fixed prior), each on simulated data with n rows (one row per person) and weakly-informative
+twelve stores under a fixed prior, and a quantile regression of log income, with the
+outcome as it is and minus a public round number), each on simulated data with n rows (one row per person) and weakly-informative
 priors.
 
 For every model and n the benchmark runs a non-private NUTS reference once
