@@ -469,8 +469,13 @@ def _check_terms_have_datum_axis(model, likelihood) -> None:
         if term.ndim == 0:
             raise UnsupportedModelError(
                 f"The log-density of observed variable {rv.name!r} has no datum axis (a "
-                "multivariate distribution over the whole leading axis?). A private step "
-                "needs one log-density value per individual along the leading axis."
+                "multivariate distribution over the whole leading axis, such as a random "
+                "walk or an AR process over the rows?). A private step needs one "
+                "log-density value per individual along the leading axis, each reading its "
+                "own row only. Write the likelihood row by row (one person per row, a "
+                "distribution per row); a series whose rows depend on each other is not a "
+                "dataset of people, and its privacy needs another unit. See "
+                "docs/private-mcmc.md, 'What the model must look like'."
             )
 
 

@@ -423,7 +423,8 @@ class PrivateWarmup:
                     f"MCMC would need about {factor:.2g} times this budget's μ (Gaussian "
                     "DP; as many times the data buys the same), or fewer chains; "
                     + ("method='mcmc' runs it anyway." if factor <= 10 else
-                       "at this budget the Laplace draws are the result to use.")
+                       "at this budget the Laplace draws are the result to use (the "
+                       "warm-up warns when they may be far from the posterior).")
                 )
             reads = " (it reads every row, not batches)" if self._subsampled else ""
             default = sum(self._mcmc_length(chains))

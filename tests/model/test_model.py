@@ -560,8 +560,21 @@ def test_multivariate_observed_without_datum_axis_is_refused():
     with pm.Model() as m:
         mu = pm.Normal("mu")
         pm.MvNormal("y", mu * np.ones(4), np.eye(4), observed=np.zeros(4))
-    with pytest.raises(UnsupportedModelError, match="no datum axis"):
+    with pytest.raises(UnsupportedModelError, match="no datum axis") as err:
         PrivateModel(m)
+    # (and says what to do, where to read more)
+    assert "row by row" in str(err.value) and "What the model must look like" in str(err.value)
+
+
+def test_a_random_walk_over_the_rows_is_refused_saying_what_to_do():
+    # (a new user's trial: the refusal had said why, not what to do)
+    with pm.Model() as m:
+        sigma = pm.HalfNormal("sigma")
+        pm.GaussianRandomWalk("y", sigma=sigma, init_dist=pm.Normal.dist(), steps=9,
+                              observed=np.cumsum(np.ones(10)))
+    with pytest.raises(UnsupportedModelError, match="no datum axis") as err:
+        PrivateModel(m)
+    assert "random walk" in str(err.value) and "row by row" in str(err.value)
 
 
 # ---------------------------------------------------------------------- one fused pass
