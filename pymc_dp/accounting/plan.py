@@ -111,7 +111,7 @@ class WarmupPlan:
         """This plan with the Hessian-norm histogram's share moved to the Hessian's release.
 
         For a likelihood whose rows each bend at a point of their own (a quantile
-        regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.row_kinks`), every
+        regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.model_kinks`), every
         row's Hessian is zero but at its kink, and a quantile of their norms says nothing.
         The warm-up then differences clipped gradients a posterior sd apart, whose norms the
         gradient's clip bound already bounds. Same μ in all.
@@ -215,23 +215,6 @@ class ClipDiagnostics:
         ):
             raise ValueError(f"clip_diagnostics share must lie in (0, 1), got {share!r}")
         object.__setattr__(self, "share", float(share))
-
-    @property
-    def hessian_norms(self) -> bool:
-        """Whether each iteration releases a histogram of per-datum Hessian norms."""
-        return self.split[2] > 0
-
-    def without_hessian_norms(self) -> WarmupPlan:
-        """This plan with the Hessian-norm histogram's share moved to the Hessian's release.
-
-        For a likelihood whose rows each bend at a point of their own (a quantile
-        regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.row_kinks`), every
-        row's Hessian is zero but at its kink, and a quantile of their norms says nothing.
-        The warm-up then differences clipped gradients a posterior sd apart, whose norms the
-        gradient's clip bound already bounds. Same μ in all.
-        """
-        a, b, c, d = self.split
-        return replace(self, split=(a, b, 0.0, c + d))
 
     def mu(self, chain_mu: float) -> float:
         """The μ one chain's diagnostics spend, of a chain allotment ``chain_mu``."""

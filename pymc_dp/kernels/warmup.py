@@ -996,8 +996,18 @@ class _Chart:
         if self.params is None:
             return hessian_columns(grads_fn, q, w, **kwargs)
         return hessian_columns(
-            lambda p: self.rows_at(grads_fn, p), q, w, directions=w @ lift.T, **kwargs
+            lambda p: self._rows_or_nan(grads_fn, p), q, w, directions=w @ lift.T, **kwargs
         )
+
+    def _rows_or_nan(self, grads_fn, p):
+        """:meth:`rows_at`, or rows of NaN (counted as zero by the release) where the
+        chart's Jacobian at the public point ``p`` cannot be inverted: a kinked likelihood's
+        differences reach far from the iterate."""
+        grads = np.asarray(grads_fn(p), dtype=float)
+        try:
+            return grads @ self.lift(p)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.full((len(grads), self.size), np.nan)
 
     def step(self, q, g, h, w, prior_logp_fn, prior_grad_fn):
         """The next iterate (:func:`surrogate_mode`) and its move in whitened coordinates."""

@@ -324,12 +324,12 @@ class Gradients:
 
     def likelihood_kinks(self) -> tuple[str, ...]:
         """The operations that bend each row's log-likelihood in θ at a point of its own
-        (``abs``, ``sign``, ``maximum``: :func:`pymc_dp.model.kinks.row_kinks`); empty for
-        a likelihood smooth row by row. Reads the graph only, never data."""
+        (``abs``, ``sign``, ``maximum``: :func:`pymc_dp.model.kinks.model_kinks`); empty for
+        a likelihood smooth row by row. Reads the model as written, never data values."""
         if "_likelihood_kinks" not in self.__dict__:
-            from pymc_dp.model.kinks import row_kinks
+            from pymc_dp.model.kinks import model_kinks
 
-            self._likelihood_kinks = row_kinks(self._per_datum_graph, self._q, self._placeholders)
+            self._likelihood_kinks = model_kinks(self.model, self.n_data)
         return self._likelihood_kinks
 
     def _is_public_parameter_graph(self, graph: Variable) -> bool:

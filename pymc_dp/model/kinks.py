@@ -8,29 +8,36 @@ kinks are spread over the data). A curvature read from per-datum Hessians sees a
 nothing there; the warm-up reads it instead from differences of clipped gradients over a
 posterior sd (:func:`pymc_dp.kernels.warmup.laplace_warmup`).
 
-:func:`row_kinks` finds such kinks from the graph's structure alone, never data: a node
+:func:`model_kinks` finds such kinks from the model as written, never from data: a node
 whose scalar operation is registered here (:func:`register_kinked`, with the inputs whose
-crossing of a point makes the kink) and whose such input depends on both θ and the row.
-A ``Switch`` or a ``Clip`` is not registered: PyMC's numerically stable formulas (a normal
-log-CDF, a censored or hurdle likelihood) switch between two expressions of one smooth
-function, its categorical likelihoods clip probabilities as a guard, and the graph cannot
-tell those from a kink. Inner graphs (``OpFromGraph``, a ``Composite``) are searched,
-but for Ops registered smooth (:func:`register_smooth`: the stable log-sum-exp's ``max``
-cancels out). Finding a kink changes how the warm-up reads the curvature, not what is
-private, so a miss or a false find costs accuracy, never privacy.
+crossing of a point makes the kink) and whose such input depends on both θ and the row,
+in the observed variables' log-densities built on symbolic stand-ins for the data. The
+decision is public (it changes which releases the warm-up makes), so it must not read the
+graph PyMC builds with the data in it, where expressions of NumPy arrays are folded by
+value. A ``Switch`` or a ``Clip`` is not registered: PyMC's numerically stable formulas (a
+normal log-CDF, a censored or hurdle likelihood) switch between two expressions of one
+smooth function, its categorical likelihoods clip probabilities as a guard, and the graph
+cannot tell those from a kink. Inner graphs (``OpFromGraph``, a ``Composite``) are
+searched, but for Ops registered smooth (:func:`register_smooth`: the stable log-sum-exp's
+``max`` cancels out). A missed or a false kink costs accuracy, never privacy.
 """
 
 from __future__ import annotations
 
-from pytensor.graph.basic import Variable
-from pytensor.graph.traversal import io_toposort
+import numpy as np
+
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors, io_toposort
+from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
 from pytensor.tensor.special import LogSoftmax, LogSumExp, Softmax
 
 from pymc_dp.model.likelihood_parameters import _depends_on
 from pymc_dp.model.row_locality import inner_graph_outputs
 
-__all__ = ["register_kinked", "register_smooth", "row_kinks"]
+__all__ = ["kinks_of", "model_kinks", "register_kinked", "register_smooth"]
 
 #: scalar operation type → which of its inputs bend the output where they cross a point
 #: (None: any input; ``max(a, b)`` bends where a = b)
@@ -74,31 +81,81 @@ def _scalar_op(op):
     return getattr(getattr(op, "core_op", op), "scalar_op", None)
 
 
-def _kinked_in(outputs, on_both) -> list[str]:
-    """Names of the registered scalar operations in ``outputs``' graph whose bending inputs
-    ``on_both(var)`` says depend on θ and a row (inner graphs: any such operation)."""
-    found = []
-    for node in io_toposort([], outputs):
+def _inner_kinks(op, memo: dict) -> set[str]:
+    """Every registered operation anywhere in ``op``'s inner graphs (once per Op)."""
+    if op not in memo:
+        scalar = _scalar_op(op)
+        inner = [] if type(op) in _SMOOTH else inner_graph_outputs(op)
+        if scalar is not None and hasattr(scalar, "fgraph"):  # (a Composite)
+            inner = list(scalar.fgraph.outputs)
+        found = set()
+        for node in io_toposort([], inner):
+            kinked = _scalar_op(node.op)
+            if kinked is not None and type(kinked) in _KINKED:
+                found.add(type(kinked).__name__)
+            found |= _inner_kinks(node.op, memo)
+        memo[op] = found
+    return memo[op]
+
+
+def kinks_of(graph: Variable, theta, rows) -> tuple[str, ...]:
+    """The kinked operations (sorted names, no repeats) of ``graph`` whose bending input
+    depends on a variable of ``theta`` and on one of ``rows``; inside an inner graph whose
+    inputs depend on both, any such operation. Reads the graph's structure only."""
+    on_theta = _depends_on([graph], set(theta))
+    on_rows = _depends_on([graph], set(rows))
+    found, memo = set(), {}
+    for node in io_toposort([], [graph]):
         scalar = _scalar_op(node.op)
         if scalar is not None and type(scalar) in _KINKED:
             which = _KINKED[type(scalar)]
-            inputs = node.inputs if which is None else [node.inputs[k] for k in which]
-            if any(on_both(v) for v in inputs):
-                found.append(type(scalar).__name__)
-        inner = [] if type(node.op) in _SMOOTH else inner_graph_outputs(node.op)
-        if scalar is not None and hasattr(scalar, "fgraph"):  # (a Composite)
-            inner = list(scalar.fgraph.outputs)
-        if inner and any(on_both(v) for v in node.inputs):
-            found += _kinked_in(inner, lambda _: True)
-    return found
+            bending = node.inputs if which is None else [node.inputs[k] for k in which]
+            if any(on_theta.get(v) and on_rows.get(v) for v in bending):
+                found.add(type(scalar).__name__)
+        if any(on_theta.get(v) for v in node.inputs) and any(on_rows.get(v) for v in node.inputs):
+            found |= _inner_kinks(node.op, memo)
+    return tuple(sorted(found))
 
 
-def row_kinks(per_datum: Variable, theta: Variable, rows) -> tuple[str, ...]:
-    """The kinked scalar operations (sorted names, no repeats) of the per-datum
-    log-likelihood ``per_datum`` on a quantity that moves with both ``theta`` and a row of
-    ``rows``: empty for a likelihood that is smooth in θ row by row. Reads the graph only."""
-    on_theta = _depends_on([per_datum], {theta})
-    on_rows = _depends_on([per_datum], set(rows))
-    return tuple(sorted(set(_kinked_in(
-        [per_datum], lambda v: bool(on_theta.get(v)) and bool(on_rows.get(v))
-    ))))
+def _without_checks(graph: Variable) -> Variable:
+    """``graph`` with its parameter checks (``CheckAndRaise``: PyMC's ``check_parameters``)
+    replaced by the values they pass on: a condition is not part of the density (the
+    categorical likelihood's check that probabilities sum to 1 takes an ``abs``)."""
+    checks = {
+        node.outputs[0]: node.inputs[0]
+        for node in io_toposort([], [graph])
+        if isinstance(node.op, CheckAndRaise)
+    }
+    return graph_replace([graph], checks, strict=False)[0] if checks else graph
+
+
+def model_kinks(model, n: int) -> tuple[str, ...]:
+    """:func:`kinks_of` the log-densities of ``model``'s observed variables, built afresh on
+    symbolic stand-ins for the data: the observed values, every NumPy array with n entries
+    along an axis; ``pm.Data`` containers of that length are rows too. θ is the free
+    variables.
+
+    Not the model's own log-likelihood graph: PyMC folds expressions of NumPy arrays into
+    new constants when it builds it, and which operations survive can depend on the values
+    (a ``switch`` on a covariate loses the branch no row takes), so a decision read from it
+    could say something about the data. Here no data value is in the graph to fold.
+    """
+    import pymc as pm
+
+    theta = {v: v.type() for v in model.free_RVs}
+    found = set()
+    for rv in model.observed_RVs:
+        data = {
+            v: v.type()
+            for v in ancestors([rv])
+            if isinstance(v, Constant) and n in np.shape(v.data)
+        }
+        containers = [
+            v for v in ancestors([rv])
+            if isinstance(v, SharedVariable) and n in np.shape(v.get_value(borrow=True))
+        ]
+        written = graph_replace([rv], {**theta, **data}, strict=False)[0]
+        value = rv.type()
+        logp = _without_checks(pm.logp(written, value, warn_rvs=False))
+        found |= set(kinks_of(logp, theta.values(), [value, *data.values(), *containers]))
+    return tuple(sorted(found))

@@ -146,6 +146,18 @@ def test_clipped_gradient_differences_are_bounded_by_the_gradients_clip():
     assert np.count_nonzero(np.abs(blocks).sum(axis=(1, 2))) > 0  # (some rows' kinks crossed)
 
 
+def _laplace_location(n=4000, seed=3):
+    """Rows y_j ~ Laplace(2, 1) and the exact posterior mean and sd of their location under
+    a N(0, 10²) prior (ℓ_j = −|y_j − μ|, on a grid)."""
+    y = np.random.default_rng(seed).laplace(2.0, 1.0, n)
+    grid = np.linspace(1.8, 2.2, 4001)
+    logpost = -np.abs(y[:, None] - grid).sum(axis=0) - 0.005 * grid**2
+    p = np.exp(logpost - logpost.max())
+    p /= p.sum()
+    mean = float(p @ grid)
+    return y, mean, float(np.sqrt(p @ (grid - mean) ** 2))
+
+
 @pytest.mark.parametrize("hessian_norms", [False, True])
 def test_a_likelihood_with_a_kink_in_every_row_gets_its_curvature_from_gradient_differences(
     hessian_norms,
@@ -154,15 +166,7 @@ def test_a_likelihood_with_a_kink_in_every_row_gets_its_curvature_from_gradient_
     # Hessians' quantile says nothing (the Hessian-norm release, z finite, misses the
     # curvature); differences of clipped gradients a posterior sd apart (z = ∞, the plan
     # without Hessian norms) find the posterior: mean and sd of the exact one (on a grid).
-    rng = np.random.default_rng(3)
-    n = 4000
-    y = rng.laplace(2.0, 1.0, n)
-    grid = np.linspace(1.8, 2.2, 4001)
-    logpost = -np.abs(y[:, None] - grid).sum(axis=0) - 0.005 * grid**2
-    p = np.exp(logpost - logpost.max())
-    p /= p.sum()
-    mean = float(p @ grid)
-    sd = float(np.sqrt(p @ (grid - mean) ** 2))
+    y, mean, sd = _laplace_location()
     z_hnorms = 1.0 if hessian_norms else np.inf
     res = laplace_warmup(
         np.random.default_rng(4), np.array([0.0]), lambda q: np.sign(y - q)[:, None],
@@ -182,15 +186,7 @@ def test_a_kinked_warmup_started_far_off_says_whether_it_arrived():
     # region where the likelihood is linear, its curvature release is noise, and the trust
     # region cuts the steps short. Short steps there do not mean the mode is near: a
     # warm-up that says it settled must be within a posterior sd (it said so 1100 sds off).
-    rng = np.random.default_rng(3)
-    n = 4000
-    y = rng.laplace(2.0, 1.0, n)
-    grid = np.linspace(1.8, 2.2, 4001)
-    logpost = -np.abs(y[:, None] - grid).sum(axis=0) - 0.005 * grid**2
-    p = np.exp(logpost - logpost.max())
-    p /= p.sum()
-    mean = float(p @ grid)
-    sd = float(np.sqrt(p @ (grid - mean) ** 2))
+    y, mean, sd = _laplace_location()
     arrived = 0
     for z in (0.5, 2.0):
         for seed in range(4, 8):

@@ -1,11 +1,16 @@
 """Kinks in every row's log-likelihood (pymc_dp.model.kinks), found from the graph alone."""
 
+import time
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
+from pytensor.compile.builders import OpFromGraph
+
 from pymc_dp.model import PrivateModel
+from pymc_dp.model.kinks import kinks_of
 
 RNG = np.random.default_rng(0)
 N = 40
@@ -93,3 +98,39 @@ def test_smooth_likelihoods_and_numerical_guards_are_not_kinks(build):
     # log-sum-exp takes a max that cancels out, OrderedLogistic clips probabilities that
     # are in [0, 1] already: none bends a row's log-likelihood in θ.
     assert _kinks(build) == ()
+
+
+@pytest.mark.parametrize("largest", [1.0, 6.0])
+def test_the_decision_never_depends_on_the_values_of_numpy_data(largest):
+    # (an independent review: PyMC folds expressions of NumPy arrays by value when it builds
+    # the log-likelihood, so a switch on a covariate that no row takes lost its branch, and
+    # with it the abs: the kink, which changes the releases the warm-up plans, showed
+    # whether some covariate exceeded 5)
+    x = np.r_[RNG.uniform(0.0, 1.0, N - 1), largest]
+
+    def build():
+        a = pm.Normal("a")
+        pm.Normal("y", pt.switch(x > 5.0, pt.abs(a - x), a * x), 1.0, observed=Y)
+
+    assert _kinks(build) == ("Abs",)
+
+
+def test_a_kink_inside_an_inner_graph_that_reads_theta_and_the_row_apart_is_found():
+    a, b = pt.scalar("a"), pt.scalar("b")
+    bent = OpFromGraph([a, b], [pt.abs(a - b)])
+    theta, x = pt.vector("theta"), pt.vector("x")
+    assert kinks_of(bent(theta[0], x[0]), [theta], [x]) == ("Abs",)
+    assert kinks_of(bent(theta[0], theta[1]), [theta], [x]) == ()
+
+
+def test_nested_inner_graphs_are_searched_once_each():
+    # (each level calls the one below twice: searched naively, 2^depth inner graphs)
+    a, b = pt.scalar("a"), pt.scalar("b")
+    inner = OpFromGraph([a, b], [pt.abs(a - b)])
+    for _ in range(22):
+        a2, b2 = pt.scalar(), pt.scalar()
+        inner = OpFromGraph([a2, b2], [inner(a2, b2) + inner(a2 + 1.0, b2)])
+    theta, x = pt.vector("theta"), pt.vector("x")
+    start = time.process_time()
+    assert kinks_of(inner(theta[0] * x[0], x[0]), [theta], [x]) == ("Abs",)
+    assert time.process_time() - start < 5.0
