@@ -113,8 +113,8 @@ class WarmupPlan:
         For a likelihood whose rows each bend at a point of their own (a quantile
         regression's, a Laplace likelihood's: :func:`pymc_dp.model.kinks.model_kinks`), every
         row's Hessian is zero but at its kink, and a quantile of their norms says nothing.
-        The warm-up then differences clipped gradients a posterior sd apart, whose norms the
-        gradient's clip bound already bounds. Same μ in all.
+        The warm-up then differences clipped gradients several posterior sds apart, whose
+        norms the gradient's clip bound already bounds. Same μ in all.
         """
         a, b, c, d = self.split
         return replace(self, split=(a, b, 0.0, c + d))

@@ -41,9 +41,9 @@ def hessian_columns(
     With ``clip``, each datum's whitened gradients ``W g_j`` are clipped to norm ``clip``
     before they are differenced: every column then has norm at most ``clip / step``, and
     a datum's matrix Frobenius norm at most ``√d · clip / step``, whatever its Hessian.
-    This is for a likelihood with a kink in every row, differenced over ``step`` about one
-    posterior sd: most rows' Hessians are zero there, and the few whose kink lies between
-    the two points carry the curvature.
+    This is for a likelihood with a kink in every row, differenced over a ``step`` of
+    several posterior sds: most rows' Hessians are zero there, and the rows whose kink lies
+    between the two points carry the curvature.
     """
     q = np.asarray(q, dtype=float)
     w = np.asarray(w, dtype=float)

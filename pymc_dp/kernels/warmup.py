@@ -560,10 +560,11 @@ def laplace_warmup(
             ]
             rows = debiased_rows(grads, simulated, clip)
         grad_sum = noisy_clipped_sum(rng, rows, clip=clip, noise_multiplier=z_grad)
-        if np.isinf(z_hnorms):
-            # No Hessian-norm release (a kink in every row: WarmupPlan.without_hessian_norms):
-            # clipped gradients differenced a posterior sd apart, whose matrices the
-            # gradient's clip bounds (post-processing of the released clip).
+        # (no Hessian-norm release: a kink in every row, WarmupPlan.without_hessian_norms)
+        kinked = bool(np.isinf(z_hnorms))
+        if kinked:
+            # Clipped gradients differenced kink_step(n) posterior sds apart, whose
+            # matrices the gradient's clip bounds (post-processing of the released clip).
             step = kink_step(n)
             column = chart.hessian_columns(grads_fn, q, w, lift, step=step, clip=clip)
             hess_norms = matrix_row_norms(column, d)
@@ -613,7 +614,7 @@ def laplace_warmup(
         h_step = hessian_curvature(-hess_sum, prior_white, hess_noise_sd, noise_floor=noise_floor)
         decrement = float(grad_white @ np.linalg.solve(h_step, grad_white))
         if t > 1:
-            onward = np.isinf(z_hnorms) and _still_uphill(q, w, grad_white, base, 2 * clip * z_grad)
+            onward = kinked and _still_uphill(q, w, grad_white, base, 2 * clip * z_grad)
             damping = (damping / 4 if decrement < last_decrement or onward
                        else min(1.0, damping * 4))
         if t > 0:  # the first metric is a guess from scales alone: let it move freely
@@ -646,7 +647,7 @@ def laplace_warmup(
             q, target = _newton_target(
                 here, radius, chart, prior_logp_fn, prior_grad_fn, noise_floor, start_noise
             )
-            if np.isinf(z_hnorms):
+            if kinked:
                 # (a kink in every row: where the likelihood is linear the trust region
                 # cuts long steps short, and a cut step does not say the mode is near)
                 target = target._replace(cut=bool(np.sqrt(decrement) > 2.0 * target.length))

@@ -588,7 +588,7 @@ class PrivateWarmup:
                 notes.append(
                     f"the likelihood bends in every row ({', '.join(kinks)} of a quantity "
                     "that moves with the parameters and the row): the warm-up reads the "
-                    "curvature from clipped gradients a posterior sd apart, which costs "
+                    "curvature from clipped gradients some posterior sds apart, which costs "
                     "more noise than a smooth likelihood's Hessians; expect a wider spread "
                     "for the same budget"
                 )
