@@ -129,6 +129,22 @@ def _without_checks(graph: Variable) -> Variable:
     return graph_replace([graph], checks, strict=False)[0] if checks else graph
 
 
+def _hides_rows(outputs, n: int, seen: set) -> bool:
+    """Whether an inner graph of ``outputs``' graph (recursively) holds a constant with an
+    axis of length n (shapes only)."""
+    for node in io_toposort([], outputs):
+        if node.op in seen:
+            continue
+        seen.add(node.op)
+        inner = inner_graph_outputs(node.op)
+        if inner and (
+            any(isinstance(v, Constant) and n in np.shape(v.data) for v in ancestors(inner))
+            or _hides_rows(inner, n, seen)
+        ):
+            return True
+    return False
+
+
 def model_kinks(model, n: int) -> tuple[str, ...]:
     """:func:`kinks_of` the log-densities of ``model``'s observed variables, built afresh on
     symbolic stand-ins for the data: the observed values, every NumPy array with n entries
@@ -139,7 +155,9 @@ def model_kinks(model, n: int) -> tuple[str, ...]:
     new constants when it builds it, and which operations survive can depend on the values
     (a ``switch`` on a covariate loses the branch no row takes), so a decision read from it
     could say something about the data. Here no data value is in the graph to fold. A
-    density PyMC cannot rebuild apart from its model counts as smooth.
+    density PyMC cannot rebuild apart from its model counts as smooth, and so does one
+    whose distribution holds a per-row array in its own inner graph (a
+    ``CustomDist(dist=...)`` closure), which the stand-ins cannot reach.
     """
     import pymc as pm
 
@@ -155,6 +173,11 @@ def model_kinks(model, n: int) -> tuple[str, ...]:
             v for v in ancestors([rv])
             if isinstance(v, SharedVariable) and n in np.shape(v.get_value(borrow=True))
         ]
+        if _hides_rows([rv], n, set()):
+            # (a per-row array inside a distribution's own graph, e.g. captured by
+            # CustomDist(dist=...): PyMC would fold it by value while rebuilding the
+            # density, so this density gets the smooth treatment, a public default)
+            continue
         value = rv.type()
         try:
             written = graph_replace([rv], {**theta, **data}, strict=False)[0]

@@ -134,3 +134,19 @@ def test_nested_inner_graphs_are_searched_once_each():
     start = time.process_time()
     assert kinks_of(inner(theta[0] * x[0], x[0]), [theta], [x]) == ("Abs",)
     assert time.process_time() - start < 5.0
+
+
+@pytest.mark.parametrize("largest", [1.0, 6.0])
+def test_a_per_row_array_inside_a_distributions_own_graph_never_decides(largest):
+    # (a second review: an array captured by CustomDist(dist=...) is folded by value when
+    # PyMC rebuilds the density; such a density now gets the smooth treatment, whatever x)
+    x = np.r_[RNG.uniform(0.0, 1.0, N - 1), largest]
+
+    def build():
+        def dist(a, size):
+            return pt.switch(x > 5.0, pm.Laplace.dist(a, 1.0, size=size),
+                             pm.Normal.dist(a, 1.0, size=size))
+
+        pm.CustomDist("y", pm.Normal("a"), dist=dist, observed=Y)
+
+    assert _kinks(build) == ()
