@@ -12,32 +12,29 @@ from pymc.distributions.shape_utils import change_dist_size  # batches of rows
 from pymc.logprob.basic import logp as _rv_logp  # batches of rows
 from pymc.logprob.utils import replace_rvs_by_values  # batches of rows
 from pytensor.compile.rebuild import UnusedInputError
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
-from pymc_dp.model.constants import array_constants
 from pymc_dp.model.graphs import compile_function, rebuild_graph, without_checks_on
 
 __all__ = ["RowBatches"]
 
 
 _ROWS_FOLDED = (
-    "The log-likelihood of a batch of rows cannot select rows of {}: PyMC folds a NumPy "
-    "array with one row per individual into a new constant when the model computes with it "
-    "in NumPy-only expressions (b * pt.log(x), x ** 2, an integer array converted to float "
-    "for x * beta), and a minibatch step cannot follow that constant's rows. Wrap the "
-    "per-individual arrays in pm.Data (pm.Data('x', x)), or compute the expression in "
-    "NumPy (x.astype(float)) before building the model and pass its result."
+    "The log-likelihood of a batch of rows cannot select rows of {}: an array with one row "
+    "per individual that PyMC meets only while it builds the density (captured by a "
+    "pm.CustomDist logp or dist function), and a minibatch step cannot follow its rows. "
+    "Pass such arrays as parameters of the distribution, or wrap the per-individual arrays "
+    "in pm.Data (pm.Data('x', x))."
 )
 
 _ROWS_UNSUPPORTED = (
     "The model's per-datum log-likelihood cannot be evaluated on a batch of rows ({}). A "
     "minibatch step reads a random subset of the rows of every observed variable and of every "
     "pm.Data or NumPy array whose leading axis has length n; per-individual values held "
-    "elsewhere (an expression of NumPy covariates that PyMC folds into a new constant: wrap "
-    "them in pm.Data) or shapes fixed to n by something other than the data cannot follow "
-    "the batch."
+    "elsewhere (an array captured by a pm.CustomDist function: wrap it in pm.Data) or "
+    "shapes fixed to n by something other than the data cannot follow the batch."
 )
 
 
@@ -112,9 +109,9 @@ class RowBatches:
         ------
         UnsupportedModelError
             If the graph cannot be rebuilt for batches or returns the wrong length, e.g. a
-            NumPy expression of per-individual covariates that PyMC folds into a new
-            constant (``b * pt.log(x)``; wrap ``x`` in ``pm.Data``), or an observed variable
-            without a batch axis.
+            per-individual array captured by a ``pm.CustomDist`` function (pass it as a
+            parameter, or wrap it in ``pm.Data``), or an observed variable without a batch
+            axis.
         """
         if getattr(self, "_rows_fn", None) is not None:
             return
@@ -164,9 +161,6 @@ class RowBatches:
             (rv_values,) = replace_rvs_by_values(
                 [rv], rvs_to_values=others, rvs_to_transforms=model.rvs_to_transforms
             )
-            # A NumPy covariate is one constant in the log-likelihood (PyMC merges equal
-            # constants) but may be several equal ones in this graph: map each to its batch.
-            data_map.update(self._equal_constants(rv_values, data_map))
             (rv_rows,) = rebuild_graph([rv_values], data_map)
             batch_ndim = rv_rows.owner.op.batch_ndim(rv_rows.owner)
             if batch_ndim < 1:
@@ -183,20 +177,3 @@ class RowBatches:
         per_datum = without_checks_on(per_datum, placeholders)
         (per_datum,), q = join_nonshared_inputs(self._initial_point, [per_datum], self.value_vars)
         return [q, *placeholders], per_datum
-
-    def _equal_constants(self, graph: Variable, data_map: dict) -> dict:
-        """Constants of ``graph`` equal to a per-datum NumPy array, mapped to its batch."""
-        found = {}
-        for const in array_constants([graph]):
-            if const in data_map:
-                continue
-            for d in self.datum_inputs:
-                if (
-                    isinstance(d.variable, Constant)
-                    and const.dtype == d.variable.dtype
-                    and np.shape(const.data) == d.value.shape
-                    and np.array_equal(const.data, d.value)
-                ):
-                    found[const] = data_map[d.variable]
-                    break
-        return found

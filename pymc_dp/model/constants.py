@@ -31,6 +31,8 @@ __all__ = [
     "constant_uses",
     "may_hold_people",
     "one_number",
+    "structural_use",
+    "shape_use",
     "has_rows",
     "cross_row_constant_expression",
 ]
@@ -108,6 +110,21 @@ _STRUCTURAL_INPUTS = {
 }
 
 
+def structural_use(node, position: int) -> bool:
+    """Whether ``node`` reads input ``position`` as a shape, a size or an index (or reads
+    only its shape), not as values to compute with."""
+    return position in _structural_inputs(node)
+
+
+def shape_use(node, position: int) -> bool:
+    """Whether ``node`` reads input ``position`` as a shape or a size (or reads only its
+    shape): a :func:`structural_use` other than an index."""
+    return structural_use(node, position) and not isinstance(node.op, _INDEXING)
+
+
+_INDEXING = (Subtensor, AdvancedSubtensor, IncSubtensor, AdvancedIncSubtensor)
+
+
 def may_hold_people(const: Constant, node, position) -> bool:
     """Whether a use of an array constant (not on the datum axis) may spread people's values.
 
@@ -119,7 +136,7 @@ def may_hold_people(const: Constant, node, position) -> bool:
     """
     if node is None:
         return np.size(const.data) > 1
-    if position in _structural_inputs(node):
+    if structural_use(node, position):
         return False
     if (
         isinstance(node.op, Subtensor)

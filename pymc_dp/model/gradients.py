@@ -309,6 +309,10 @@ class Gradients:
             from pymc_dp.model.likelihood_parameters import LikelihoodParameters
 
             try:
+                if any(self._likelihood_build.folded):
+                    # (an array PyMC folded by value while building the graph: its
+                    # structure may say something about the data; public default)
+                    raise ValueError("folded")
                 found = LikelihoodParameters(
                     self._per_datum_graph, self._q, self._placeholders,
                     private=[*private_data_variables(self.model),
@@ -329,7 +333,9 @@ class Gradients:
         if "_likelihood_kinks" not in self.__dict__:
             from pymc_dp.model.kinks import model_kinks
 
-            self._likelihood_kinks = model_kinks(self.model, self.n_data)
+            self._likelihood_kinks = model_kinks(
+                self.model, self.n_data, self._likelihood_build
+            )
         return self._likelihood_kinks
 
     def _is_public_parameter_graph(self, graph: Variable) -> bool:

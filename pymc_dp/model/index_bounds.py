@@ -11,10 +11,11 @@ follows each index back to a value it can bound:
   or subset its values): its smallest and largest entries;
 * ``arange(start, stop)`` and ``clip(i, lo, hi)`` whose bounds read no data values and no
   parameters (shapes and constants only): ``[start, stop − 1]`` and ``[lo, hi]``;
-* any other expression of shapes and constants alone: its values.
+* any other expression of shapes, constants and data alone (``g - 1``, ``g % k``): its
+  smallest and largest values on the data.
 
-An index computed from data in any other way (``g * 2``, ``g + offset``), or from the
-parameters, cannot be bounded once for every evaluation and is refused. Negative indices
+An index computed from the parameters cannot be bounded once for every evaluation and is
+refused. Negative indices
 are refused too (NumPy would wrap them; requiring ``0 ≤ g < length`` is simpler and catches
 more mistakes). Messages name the indexed variable's role, never a value or a count.
 """
@@ -25,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytensor
+import pytensor.tensor as pt
 
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.sharedvalue import SharedVariable
@@ -49,8 +51,7 @@ __all__ = ["check_index_bounds"]
 
 _UNBOUNDED = (
     "The log-likelihood indexes a table with an integer array computed inside the model "
-    "(an expression such as g * 2 or g + offset of data, or of the parameters, or an index "
-    "inside an operation defined by an inner graph). Its range "
+    "from the parameters, or inside an operation defined by an inner graph. Its range "
     "cannot be checked before sampling, and an index outside the table reads memory outside "
     "it. Pass the index array directly as data (pm.Data, a NumPy array, or a container "
     "declared with pymc_dp.public_data), already in the range of the table."
@@ -146,6 +147,11 @@ def _bounds(e: Variable, known: Mapping, data: set, params: Variable):
             return lo, hi
     if _public([e], data, params):
         return e, e
+    if params not in value_ancestors([e]):
+        # computed from data and constants alone (g - 1, g % k with g an array passed
+        # in): its values on the data, once (the row-locality proof has shown that row j
+        # of it reads row j of the data only, so a batch of rows reads a subset of them)
+        return pt.min(e), pt.max(e)
     raise UnsupportedModelError(_UNBOUNDED)
 
 

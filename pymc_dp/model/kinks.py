@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, io_toposort
 from pytensor.raise_op import CheckAndRaise
@@ -129,62 +129,33 @@ def _without_checks(graph: Variable) -> Variable:
     return graph_replace([graph], checks, strict=False)[0] if checks else graph
 
 
-def _hides_rows(outputs, n: int, seen: set) -> bool:
-    """Whether an inner graph of ``outputs``' graph (recursively) holds a constant with an
-    axis of length n (shapes only)."""
-    for node in io_toposort([], outputs):
-        if node.op in seen:
-            continue
-        seen.add(node.op)
-        inner = inner_graph_outputs(node.op)
-        if inner and (
-            any(isinstance(v, Constant) and n in np.shape(v.data) for v in ancestors(inner))
-            or _hides_rows(inner, n, seen)
-        ):
-            return True
-    return False
-
-
-def model_kinks(model, n: int) -> tuple[str, ...]:
-    """:func:`kinks_of` the log-densities of ``model``'s observed variables, built afresh on
-    symbolic stand-ins for the data: the observed values, every NumPy array with n entries
-    along an axis; ``pm.Data`` containers of that length are rows too. θ is the free
-    variables.
+def model_kinks(model, n: int, built=None) -> tuple[str, ...]:
+    """:func:`kinks_of` the log-densities of ``model``'s observed variables, built on
+    symbolic stand-ins for the data (:func:`pymc_dp.model.stand_ins.likelihood_on_stand_ins`,
+    or ``built``, its result): the observed values and every NumPy array with n rows are
+    rows, and so are ``pm.Data`` containers of that length. θ is the free variables.
 
     Not the model's own log-likelihood graph: PyMC folds expressions of NumPy arrays into
     new constants when it builds it, and which operations survive can depend on the values
     (a ``switch`` on a covariate loses the branch no row takes), so a decision read from it
-    could say something about the data. Here no data value is in the graph to fold. A
-    density PyMC cannot rebuild apart from its model counts as smooth, and so does one
-    whose distribution holds a per-row array in its own inner graph (a
-    ``CustomDist(dist=...)`` closure), which the stand-ins cannot reach.
+    could say something about the data. A density that holds an array the stand-ins cannot
+    reach (a ``pm.CustomDist(logp=...)`` function's, a distribution's own inner graph's),
+    or that PyMC cannot build apart from its model, counts as smooth (a public default).
     """
-    import pymc as pm
+    from pymc_dp.model.stand_ins import likelihood_on_stand_ins
 
-    theta = {v: v.type() for v in model.free_RVs}
-    found = set()
-    for rv in model.observed_RVs:
-        data = {
-            v: v.type()
-            for v in ancestors([rv])
-            if isinstance(v, Constant) and n in np.shape(v.data)
-        }
-        containers = [
-            v for v in ancestors([rv])
-            if isinstance(v, SharedVariable) and n in np.shape(v.get_value(borrow=True))
-        ]
-        if _hides_rows([rv], n, set()):
-            # (a per-row array inside a distribution's own graph, e.g. captured by
-            # CustomDist(dist=...): PyMC would fold it by value while rebuilding the
-            # density, so this density gets the smooth treatment, a public default)
-            continue
-        value = rv.type()
+    if built is None:
         try:
-            written = graph_replace([rv], {**theta, **data}, strict=False)[0]
-            logp = _without_checks(pm.logp(written, value, warn_rvs=False))
+            built = likelihood_on_stand_ins(model, n)
         except Exception:  # noqa: BLE001 (stand-ins only: nothing here reads data)
-            # PyMC cannot rebuild this density apart from its model: it gets the smooth
-            # treatment, as before kinks were looked for (a public default).
-            continue
-        found |= set(kinks_of(logp, theta.values(), [value, *data.values(), *containers]))
+            return ()
+    containers = [
+        v for v in ancestors(built.terms)
+        if isinstance(v, SharedVariable) and n in np.shape(v.get_value(borrow=True))
+    ]
+    rows = [*built.data.values(), *containers]
+    found = set()
+    for term, folded in zip(built.terms, built.folded):
+        if not folded:
+            found |= set(kinks_of(_without_checks(term), built.theta.values(), rows))
     return tuple(sorted(found))

@@ -14,11 +14,12 @@ from pymc.vartypes import continuous_types
 from pymc.logprob.abstract import _logprob
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
+from pytensor.graph.traversal import graph_inputs, io_toposort
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.index_bounds import check_index_bounds
 from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
+from pymc_dp.model.stand_ins import likelihood_on_stand_ins
 from pymc_dp.model.data import (
     DatumInput,
     container_label,
@@ -143,9 +144,10 @@ class ModelChecks:
         private = set(private_data_variables(model))
         inputs += _containers_on_datum_axis(containers, inputs, private, n)
         self._check_constant_expressions(n)
-        # Built once and compiled as is (_compile): PyMC folds NumPy-only subexpressions into
-        # new constants on every call, and the constants found here must be the compiled ones.
-        likelihood = model.logp(vars=model.observed_RVs, sum=False)
+        # Built once, on stand-ins for the data (nothing folded by value), and compiled as
+        # is (_compile): the constants found here must be the compiled ones.
+        self._likelihood_build = likelihood_on_stand_ins(model, n)
+        likelihood = self._likelihood_build.on_model(model)
         self._likelihood_terms = likelihood
         inputs += _array_constants_on_datum_axis(model, likelihood, inputs, n)
         self._check_array_constants(likelihood, n)
@@ -164,7 +166,9 @@ class ModelChecks:
 
         PyMC folds expressions of constants alone (``x - x.mean()`` with ``x`` a NumPy array
         of n rows, a threshold on ``max(y)``) into new constants when it builds the
-        log-densities, so the row-locality proof only sees their results. They are found here,
+        log-densities, so a proof on such a graph only sees their results (the likelihood
+        is built on stand-ins for the arrays, but priors and the inner graphs of symbolic
+        distributions are not, and refusing early says why). They are found here,
         on the model's own graphs of the parameters of every observed and free variable
         (and inside the inner graphs of ``pm.CustomDist(dist=...)`` and other symbolic
         distributions), by the structural row-locality proof (:mod:`pymc_dp.model.row_locality`)

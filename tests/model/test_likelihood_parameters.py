@@ -230,12 +230,8 @@ def test_tables_read_through_one_index_are_paired(style):
         assert params.paired_tables == ()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known privacy bug (found 2026-11-28 by an independent review): PyMC folds expressions "
-    "of NumPy data by value when it builds the log-likelihood (b * x with x all zeros "
-    "becomes 0), and the likelihood's parameters, which choose the warm-up's release "
-    "coordinates, are read from that graph; fix: build the per-datum log-likelihood on "
-    "symbolic stand-ins for the data, as pymc_dp.model.kinks.model_kinks does"))
+
+
 def test_the_likelihoods_parameters_never_depend_on_the_values_of_numpy_data():
     sizes = []
     for x in (np.zeros(20), np.r_[np.zeros(19), 1.0]):  # (nobody, or one person, exposed)

@@ -290,10 +290,29 @@ def test_index_arrays_in_range_are_accepted(kind):
         np.testing.assert_allclose(step.private_model.loglik_rows(q, rows), expected[rows])
 
 
-def test_an_index_computed_from_data_is_refused():
-    # Its range cannot be bounded once for every evaluation: pass the array itself.
-    with _grouped("pm.Data", GROUP, index=lambda g: g % 4):
-        with pytest.raises(UnsupportedModelError, match="directly as data"):
+@pytest.mark.parametrize("kind", ["pm.Data", "NumPy"])
+def test_an_index_computed_from_data_alone_is_bounded_by_its_values(kind):
+    # 1-based group codes, g - 1: bounded by its values on the data, as the arrays passed
+    # in are; one step past the table is refused, for the full-data and the minibatch steps.
+    for step in ("DPPenalty", "MinibatchDPPenalty"):
+        with _grouped(kind, GROUP + 1, index=lambda g: g - 1):
+            built = STEPS[step]()
+        q = np.arange(4.0)
+        expected = -0.5 * (Y - q[GROUP]) ** 2 - 0.5 * np.log(2 * np.pi)
+        np.testing.assert_allclose(built.private_model.loglik(q), expected)
+        with _grouped(kind, GROUP + 1, index=lambda g: g % 5):  # (g = 4 reads a[4])
+            with pytest.raises(UnsupportedModelError, match="outside the table"):
+                STEPS[step]()
+
+
+def test_an_index_computed_from_the_parameters_is_refused():
+    # Its range cannot be bounded once for every evaluation.
+    with pm.Model():
+        a = pm.Normal("a", shape=4)
+        shift = pm.Normal("shift")
+        index = (pt.as_tensor(GROUP) + pt.round(shift).astype("int64")) % 4
+        pm.Normal("y", a[index], 1, observed=Y)
+        with pytest.raises(UnsupportedModelError, match="from the parameters"):
             STEPS["DPPenalty"]()
 
 

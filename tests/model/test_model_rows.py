@@ -147,24 +147,31 @@ def test_a_numpy_covariate_used_twice_and_an_integer_pm_data_observation_follow_
         np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows], rtol=1e-12)
 
 
-def test_a_folded_numpy_expression_is_refused_saying_what_to_do():
-    # b * log(x): PyMC folds log(x) into a new constant whose rows a batch cannot select
+@pytest.mark.parametrize("mean", ["b * log(x)", "b * integer covariate", "b * x ** 2 + b * x"])
+def test_numpy_expressions_of_covariates_follow_the_batch(mean):
+    # PyMC would fold log(x), an integer array's conversion to float, x ** 2 into new
+    # constants; the likelihood is built on stand-ins for x, so batches select x's rows.
     x = RNG.uniform(1, 2, size=N)
-    with pm.Model() as m:
-        b = pm.Normal("b")
-        pm.Normal("y", b * pt.log(x), 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="Wrap the per-individual arrays in pm.Data"):
-        PrivateModel(m).compile_rows()
-
-
-def test_a_folded_array_is_named_by_where_it_is_used():
-    # An integer 0/1 covariate times a coefficient: PyMC converts it to float into a new
-    # constant. The message says which observed variable's log-likelihood holds it.
     smoker = RNG.integers(0, 2, size=N)
     with pm.Model() as m:
         b = pm.Normal("b")
-        pm.Normal("y", b * smoker, 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="in the log-likelihood of 'y'"):
+        mu = {"b * log(x)": b * pt.log(x), "b * integer covariate": b * smoker,
+              "b * x ** 2 + b * x": b * x**2 + b * x}[mean]
+        pm.Normal("y", mu, 1, observed=Y)
+    pmodel = PrivateModel(m)
+    q, rows = np.array([0.7]), np.array([5, 0, 17])
+    np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows])
+
+
+def test_an_array_only_a_custom_logp_holds_is_refused_for_batches_saying_what_to_do():
+    # x is captured by the logp function: PyMC meets it only while building the density,
+    # and a batch cannot select its rows.
+    x = RNG.uniform(1, 2, size=N)
+    with pm.Model() as m:
+        b = pm.Normal("b")
+        pm.CustomDist("y", b, logp=lambda v, b: pm.logp(pm.Normal.dist(b * pt.log(x)), v),
+                      observed=Y)
+    with pytest.raises(UnsupportedModelError, match="wrap the per-individual arrays in pm.Data"):
         PrivateModel(m).compile_rows()
 
 

@@ -691,8 +691,8 @@ PINNED_MODELS = {
         ['axes', [0, 0, 0, 0, 0], '49ea4defdd'],
     ],
     'ordered logistic': [
-        ['axes', [0], '389781bef9'],
-        ['axes', [0, 0, 0], '3e1f7f32bc'],
+        ['axes', [0], '2e7cee62e9'],
+        ['axes', [0, 0, 0], 'f358f8a1a0'],
     ],
     'censored': [
         ['axes', [0], '440f902ea7'],

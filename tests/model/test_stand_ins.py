@@ -1,0 +1,140 @@
+"""The per-datum log-likelihood built on stand-ins for the data
+(pymc_dp.model.stand_ins): its structure, and every decision read from it, is the same on
+neighbouring datasets, whatever PyMC would fold by value."""
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+from pytensor.graph.traversal import io_toposort
+
+from pymc_dp.model import PrivateModel
+from pymc_dp.model.stand_ins import likelihood_on_stand_ins
+
+N = 30
+
+
+def _linear(x, y):
+    a, b = pm.Normal("a"), pm.Normal("b")
+    pm.Normal("y", a + b * x, 1.0, observed=y)
+
+
+def _switch(x, y):
+    a = pm.Normal("a")
+    pm.Normal("y", pt.switch(x > 5, pt.abs(a - x), a * x), 1.0, observed=y)
+
+
+def _masked(x, y):
+    a, b = pm.Normal("a"), pm.Normal("b")
+    pm.Normal("y", a + b * (x == 1), 1.0, observed=y)
+
+
+def _censored(x, y):
+    mu = pm.Normal("mu")
+    pm.Censored("y", pm.Normal.dist(mu, 1.0), lower=None, upper=1.0, observed=np.minimum(y, 1.0))
+
+
+def _poisson(x, y):
+    b = pm.Normal("b")
+    pm.Poisson("y", pt.exp(b * x), observed=(y > 0.5).astype(int))
+
+
+def _bernoulli(x, y):
+    b = pm.Normal("b")
+    pm.Bernoulli("y", logit_p=b * x, observed=(y > 0.5).astype(int))
+
+
+def _indexed(x, y):
+    z = pm.Normal("z", shape=2)
+    pm.Normal("y", z[(x > 0.5).astype(int)], 1.0, observed=y)
+
+
+MODELS = [_linear, _switch, _masked, _censored, _poisson, _bernoulli, _indexed]
+
+#: (x, y) on two neighbouring datasets, chosen so that PyMC folds differently: nobody, or
+#: one person, exposed (x = 0 or 1), above a threshold, censored, counted
+NEIGHBOURS = [
+    (np.zeros(N), np.zeros(N)),
+    (np.r_[np.zeros(N - 1), 9.0], np.r_[np.zeros(N - 1), 2.0]),
+]
+
+
+def _fingerprint(pmodel):
+    """What the steps read of the likelihood's structure: its operations, the likelihood's
+    parameters, its kinks."""
+    ops = [type(node.op).__name__ + str(getattr(node.op, "scalar_op", ""))
+           for node in io_toposort([], [pmodel._per_datum_graph])]
+    params = pmodel.likelihood_parameters()
+    size = None if params is None else params(pmodel.ravel(pmodel._initial_point)).size
+    return ops, size, pmodel.likelihood_kinks()
+
+
+@pytest.mark.parametrize("build", MODELS, ids=lambda f: f.__name__.strip("_"))
+def test_the_likelihood_and_what_is_read_from_it_never_depend_on_data_values(build):
+    found = []
+    for x, y in NEIGHBOURS:
+        with pm.Model() as model:
+            build(x, y)
+        found.append(_fingerprint(PrivateModel(model)))
+    assert found[0] == found[1]
+
+
+def test_the_stand_in_likelihood_computes_the_models_own():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=N), rng.normal(size=N)
+    for build in MODELS:
+        with pm.Model() as model:
+            build(x, y)
+        pmodel = PrivateModel(model)
+        point = model.initial_point()
+        q = pmodel.ravel(point) + 0.3
+        moved = pmodel.unravel(q)
+        expected = sum(
+            np.atleast_1d(t).reshape(N, -1).sum(1)
+            for t in model.compile_logp(vars=model.observed_RVs, sum=False)(moved)
+        )
+        np.testing.assert_allclose(pmodel.loglik(q), expected, rtol=1e-10)
+
+
+def _closure(x, y):
+    a, b = pm.Normal("a"), pm.Normal("b")
+
+    def logp(value, a, b):
+        return pm.logp(pm.Laplace.dist(a + b * x, 1.0), value)
+
+    pm.CustomDist("y", a, b, logp=logp, observed=y)
+
+
+def _inner(x, y):
+    a, b = pm.Normal("a"), pm.Normal("b")
+
+    def dist(a, b, size):
+        return pm.Laplace.dist(a + b * x, 1.0, size=size)
+
+    pm.CustomDist("y", a, b, dist=dist, observed=y)
+
+
+@pytest.mark.parametrize("build", [_closure, _inner], ids=["logp=", "dist="])
+def test_an_array_the_stand_ins_cannot_reach_gives_the_public_defaults(build):
+    # The array x is in a function PyMC calls while it builds the density, so it is
+    # folded by value (b * x with x all zeros is gone): whatever the values, the term is
+    # marked, the likelihood's parameters are not used and the kink goes unseen.
+    for x, y in NEIGHBOURS:
+        with pm.Model() as model:
+            build(x, y)
+        assert likelihood_on_stand_ins(model, N).folded == (True,)
+        pmodel = PrivateModel(model)
+        assert pmodel.likelihood_parameters() is None
+        assert pmodel.likelihood_kinks() == ()
+
+
+def test_arrays_used_as_values_get_stand_ins_and_shapes_keep_theirs():
+    x = np.arange(3.0)
+    with pm.Model() as model:
+        a = pm.Normal("a")
+        pm.Normal("y", a * x, 1.0, observed=np.zeros(3), shape=(3,))
+    built = likelihood_on_stand_ins(model, 3)
+    assert built.folded == (False,)
+    held = {tuple(np.asarray(c.data).ravel()) for c in built.data}
+    assert held == {(0.0, 1.0, 2.0), (0.0, 0.0, 0.0)}  # x and the observed value, not (3,)
