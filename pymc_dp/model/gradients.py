@@ -309,10 +309,6 @@ class Gradients:
             from pymc_dp.model.likelihood_parameters import LikelihoodParameters
 
             try:
-                if any(self._likelihood_build.folded):
-                    # (an array PyMC folded by value while building the graph: its
-                    # structure may say something about the data; public default)
-                    raise ValueError("folded")
                 found = LikelihoodParameters(
                     self._per_datum_graph, self._q, self._placeholders,
                     private=[*private_data_variables(self.model),

@@ -138,9 +138,9 @@ def model_kinks(model, n: int, built=None) -> tuple[str, ...]:
     Not the model's own log-likelihood graph: PyMC folds expressions of NumPy arrays into
     new constants when it builds it, and which operations survive can depend on the values
     (a ``switch`` on a covariate loses the branch no row takes), so a decision read from it
-    could say something about the data. A density that holds an array the stand-ins cannot
-    reach (a ``pm.CustomDist(logp=...)`` function's, a distribution's own inner graph's),
-    or that PyMC cannot build apart from its model, counts as smooth (a public default).
+    could say something about the data. A model whose densities PyMC cannot build on the
+    stand-ins counts as smooth (a public default; :class:`~pymc_dp.model.PrivateModel`
+    refuses it).
     """
     from pymc_dp.model.stand_ins import likelihood_on_stand_ins
 
@@ -155,7 +155,6 @@ def model_kinks(model, n: int, built=None) -> tuple[str, ...]:
     ]
     rows = [*built.data.values(), *containers]
     found = set()
-    for term, folded in zip(built.terms, built.folded):
-        if not folded:
-            found |= set(kinks_of(_without_checks(term), built.theta.values(), rows))
+    for term in built.terms:
+        found |= set(kinks_of(_without_checks(term), built.theta.values(), rows))
     return tuple(sorted(found))

@@ -15,29 +15,36 @@ is in the graph PyMC rewrites, so nothing is folded by value. ``pm.Data`` contai
 shared variables, which PyMC never folds. The arrays are put back afterwards
 (:meth:`StandInLikelihood.on_model`), as inputs the rewrites have not seen.
 
-An array the stand-ins cannot reach (captured by a ``pm.CustomDist(logp=...)`` function, or
-held inside a distribution's own inner graph) enters the graph only while PyMC builds it,
-and is folded by value as before; such a term is marked ``folded``, and every decision read
-from its structure takes a public default instead.
+An array the stand-ins cannot reach (captured by a ``pm.CustomDist`` logp or dist function)
+enters the graph only while PyMC builds it, and would be folded by value there, where no
+check of the model's own graphs can see what is computed with it. Every read of an array
+constant's values during the build is watched (:func:`_array_values_read`): if the build
+reads one with n rows, the model is refused. A distribution that decides by the values of
+its constant inputs when it is created (``pm.Censored`` drops a bound that is infinite in
+every row) is rebuilt on the stand-ins (:func:`register_rebuild`).
 """
 
 from __future__ import annotations
 
 import warnings
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
-from pymc.logprob.abstract import _logprob
+from pymc.distributions.censored import CensoredRV
 from pymc.logprob.basic import transformed_conditional_logp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.variable import TensorConstant
 
-from pymc_dp.model.constants import constant_uses, shape_use
+from pymc_dp.errors import UnsupportedModelError
 
-__all__ = ["StandInLikelihood", "likelihood_on_stand_ins"]
+from pymc_dp.model.constants import shape_use
+
+__all__ = ["StandInLikelihood", "likelihood_on_stand_ins", "register_rebuild"]
 
 
 @dataclass(frozen=True)
@@ -53,15 +60,11 @@ class StandInLikelihood:
         Free random variable → its stand-in (on the constrained space).
     data : dict
         NumPy array constant of the model (observed values included) → its stand-in.
-    folded : tuple of bool
-        Per term: whether it holds an array with n rows the stand-ins could not reach, so
-        that its structure may depend on data values.
     """
 
     terms: list
     theta: dict
     data: dict
-    folded: tuple
 
     def on_model(self, model) -> list[Variable]:
         """The terms in the model's value variables (transforms applied) and with the
@@ -78,51 +81,110 @@ def likelihood_on_stand_ins(model, n: int) -> StandInLikelihood:
     """Build the per-datum log-likelihood of ``model`` (n rows) on stand-ins; reads shapes,
     types and structure only.
 
-    Raises what PyMC raises for a log-density it cannot build.
+    Raises
+    ------
+    UnsupportedModelError
+        If building it read the values of an array with n rows the stand-ins could not
+        reach (:func:`_array_values_read`).
+    Whatever PyMC raises for a log-density it cannot build.
     """
     free = list(model.free_RVs)
     observed = list(model.observed_RVs)
     theta = {rv: rv.type() for rv in free}
-    data = {
-        c: c.type() for c in _value_arrays(observed, free, n)
-    }
+    kept = _shape_arrays(observed, free, n)
+    data = {c: c.type() for c in _value_arrays(observed, free, n)}
     for rv in observed:
         value = model.rvs_to_values[rv]
         if isinstance(value, Constant) and value not in data:
             data[value] = value.type()
-    written = graph_replace(observed, {**theta, **data}, strict=False)
-    rvs_to_values = {}
-    for clone, rv in zip(written, observed):
-        value = model.rvs_to_values[rv]
-        # (an observed value computed from pm.Data stays as it is: shared, never folded)
-        rvs_to_values[clone] = data.get(value, value)
-    with warnings.catch_warnings():  # (about clones of the free variables)
-        warnings.simplefilter("ignore")
+    with _array_values_read(n, kept) as read, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (about clones of the free variables)
+        written = _rebuilt(graph_replace(observed, {**theta, **data}, strict=False))
+        rvs_to_values = {}
+        for clone, rv in zip(written, observed):
+            value = model.rvs_to_values[rv]
+            # (an observed value computed from pm.Data stays as it is: shared, never folded)
+            rvs_to_values[clone] = data.get(value, value)
         terms = transformed_conditional_logp(
             written,
             rvs_to_values=rvs_to_values,
             rvs_to_transforms={clone: None for clone in written},
         )
-    return StandInLikelihood(list(terms), theta, data, tuple(_unreached(written, rvs_to_values, n)))
+    if read:
+        raise UnsupportedModelError(_UNREACHED)
+    return StandInLikelihood(list(terms), theta, data)
 
 
-def _unreached(written, rvs_to_values, n: int):
-    """Per observed variable (on stand-ins): whether an array with n rows is beyond the
-    stand-ins' reach. Read before PyMC's rewrites, from the variable's own graph (inner
-    graphs included) and its log-density as the distribution writes it: after them, a
-    folded array may be gone altogether, and that would depend on its values."""
-    for rv in written:
-        if _holds_rows([rv], n):
-            yield True
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                raw = _logprob(rv.owner.op, [rvs_to_values[rv]], *rv.owner.inputs)
-        except NotImplementedError:
-            yield False  # derived from its inner graph, searched above
-            continue
-        yield _holds_rows([raw] if isinstance(raw, Variable) else list(raw), n)
+_UNREACHED = (
+    "The log-likelihood is built from an array with one row per individual that the step "
+    "cannot replace by a symbolic input: one captured by a pm.CustomDist logp or dist "
+    "function (or held inside another distribution's own graph). PyMC simplifies the "
+    "log-likelihood by the values of such an array while it builds it, so what the step "
+    "reads of its structure, and what PyMC computes across rows there, could depend on the "
+    "data. Pass the array as a parameter of the distribution (pm.CustomDist('y', a, b, x, "
+    "logp=lambda value, a, b, x: ..., observed=y)), or wrap it in pm.Data."
+)
+
+
+@contextmanager
+def _array_values_read(n: int, exempt):
+    """The ids of the array constants with n rows (others than ``exempt``) whose values are
+    read while inside: by a rewrite that folds or merges them, a distribution that decides
+    by them, a function that computes with them.
+
+    Every value an array constant holds reaches PyTensor through its ``data``; it is made
+    a property here for the duration (a class attribute: not safe for another thread
+    building graphs at the same time, which would only add to what is recorded).
+    """
+    exempt = {id(c) for c in exempt}
+    read = set()
+
+    def get(self):
+        value = self.__dict__["data"]
+        if id(self) not in exempt and _rows_of(value, n):
+            read.add(id(self))
+        return value
+
+    def put(self, value):
+        self.__dict__["data"] = value
+
+    TensorConstant.data = property(get, put)
+    try:
+        yield read
+    finally:
+        del TensorConstant.data
+
+
+#: SymbolicRandomVariable types whose constructor decides by the values of constant inputs,
+#: rebuilt on their (stand-in) inputs: type → node → its new outputs
+_REBUILD: dict = {}
+
+
+def register_rebuild(op_type: type, rule) -> None:
+    """Register how to rebuild a node of ``op_type`` from its inputs (a distribution whose
+    graph was built by looking at the values of its constant inputs)."""
+    _REBUILD[op_type] = rule
+
+
+# pm.Censored drops a bound whose entries are all infinite (PyMC 6.4,
+# pymc/distributions/censored.py: _is_unbounded): on a stand-in it keeps it.
+register_rebuild(CensoredRV, lambda node: [CensoredRV.rv_op(*node.inputs)])
+
+
+def _rebuilt(outputs):
+    """``outputs`` with every node of a registered type rebuilt from its inputs."""
+    replace = {}
+    for node in io_toposort([], outputs):
+        rule = _REBUILD.get(type(node.op))
+        if rule is not None:
+            replace.update(zip(node.outputs, rule(node)))
+    return list(graph_replace(outputs, replace, strict=False)) if replace else list(outputs)
+
+
+def _shape_arrays(outputs, blockers, n: int) -> list[Constant]:
+    """Array constants with n rows that :func:`_value_arrays` leaves in place: shapes."""
+    values = set(_value_arrays(outputs, blockers, n))
+    return [c for c in graph_inputs(outputs, blockers=blockers) if _rows(c, n) and c not in values]
 
 
 def _value_arrays(outputs, blockers, n: int) -> list[Constant]:
@@ -138,17 +200,10 @@ def _value_arrays(outputs, blockers, n: int) -> list[Constant]:
     return list(found)
 
 
-def _holds_rows(outputs, n: int) -> bool:
-    """Whether an array constant with n rows is put to a use as a value anywhere in the
-    graph of ``outputs``, inner graphs included."""
-    return any(
-        _rows(c, n) and (node is None or not shape_use(node, k))
-        for c, node, k in constant_uses(outputs)
-    )
-
-
 def _rows(var, n: int) -> bool:
-    if not isinstance(var, Constant) or getattr(var, "ndim", 0) == 0:
-        return False
-    shape = np.shape(var.data)
-    return shape[0] == n and np.size(var.data) > 1
+    return isinstance(var, Constant) and _rows_of(var.data, n)
+
+
+def _rows_of(value, n: int) -> bool:
+    shape = np.shape(value)
+    return len(shape) > 0 and shape[0] == n and np.size(value) > 1

@@ -7,7 +7,6 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
-from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model import PrivateModel
 
 N = 60
@@ -161,18 +160,6 @@ def test_numpy_expressions_of_covariates_follow_the_batch(mean):
     pmodel = PrivateModel(m)
     q, rows = np.array([0.7]), np.array([5, 0, 17])
     np.testing.assert_allclose(pmodel.loglik_rows(q, rows), pmodel.loglik(q)[rows])
-
-
-def test_an_array_only_a_custom_logp_holds_is_refused_for_batches_saying_what_to_do():
-    # x is captured by the logp function: PyMC meets it only while building the density,
-    # and a batch cannot select its rows.
-    x = RNG.uniform(1, 2, size=N)
-    with pm.Model() as m:
-        b = pm.Normal("b")
-        pm.CustomDist("y", b, logp=lambda v, b: pm.logp(pm.Normal.dist(b * pt.log(x)), v),
-                      observed=Y)
-    with pytest.raises(UnsupportedModelError, match="wrap the per-individual arrays in pm.Data"):
-        PrivateModel(m).compile_rows()
 
 
 def test_bad_rows_are_refused():

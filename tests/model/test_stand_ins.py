@@ -9,6 +9,7 @@ import pytest
 
 from pytensor.graph.traversal import io_toposort
 
+from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model import PrivateModel
 from pymc_dp.model.stand_ins import likelihood_on_stand_ins
 
@@ -97,13 +98,63 @@ def test_the_stand_in_likelihood_computes_the_models_own():
         np.testing.assert_allclose(pmodel.loglik(q), expected, rtol=1e-10)
 
 
+def _censored_per_row(x, y):
+    # pm.Censored drops a bound that is infinite in every row when it is created
+    a, s = pm.Normal("a"), pm.HalfNormal("s")
+    lower = np.where(x > 5, 0.5, -np.inf)
+    pm.Censored("y", pm.StudentT.dist(nu=3, mu=a * x, sigma=s), lower=lower, upper=None,
+                observed=np.maximum(y, lower))
+
+
 def _closure(x, y):
+    # x enters with the function's graph; nothing reads its values while the density is
+    # built (no rewrite runs inside), so it is an input like any other
     a, b = pm.Normal("a"), pm.Normal("b")
 
     def logp(value, a, b):
         return pm.logp(pm.Laplace.dist(a + b * x, 1.0), value)
 
     pm.CustomDist("y", a, b, logp=logp, observed=y)
+
+
+@pytest.mark.parametrize("build", [_censored_per_row, _closure], ids=["censored", "closure"])
+def test_arrays_met_while_the_density_is_built_never_decide(build):
+    test_the_likelihood_and_what_is_read_from_it_never_depend_on_data_values(build)
+
+
+def _closure_across_rows(x, y):
+    # pm.logp inside the function runs PyMC's rewrites there: x - mean(x) would be folded
+    # into a new array with one row per person, which no check of the model could see
+    a, b = pm.Normal("a"), pm.Normal("b")
+
+    def logp(value, a, b):
+        mu = a + b * (x - pt.mean(x))
+        return pm.logp(pt.exp(pm.Normal.dist(mu, 1.0, size=N)), value)
+
+    pm.CustomDist("y", a, b, logp=logp, observed=np.exp(y))
+
+
+def _closure_switch(x, y):
+    # on data where no x exceeds 5 the folding drops x altogether
+    a = pm.Normal("a")
+
+    def logp(value, a):
+        mu = pt.switch(x > 5, pt.cumsum(a * x), a)
+        return pm.logp(pt.exp(pm.Normal.dist(mu, 1.0, size=N)), value)
+
+    pm.CustomDist("y", a, logp=logp, observed=np.exp(y))
+
+
+def _premade_constant(x, y):
+    # an array made a constant before the function is called
+    xc = pt.as_tensor(x)
+    a = pm.Normal("a")
+
+    def logp(value, a):
+        return pm.logp(pt.exp(pm.Normal.dist(pt.switch(xc > 5, a + 1.0, a), 1.0, size=N)),
+                       value)
+
+    pm.CustomDist("y", a, logp=logp, observed=np.exp(y))
 
 
 def _inner(x, y):
@@ -115,18 +166,30 @@ def _inner(x, y):
     pm.CustomDist("y", a, b, dist=dist, observed=y)
 
 
-@pytest.mark.parametrize("build", [_closure, _inner], ids=["logp=", "dist="])
-def test_an_array_the_stand_ins_cannot_reach_gives_the_public_defaults(build):
-    # The array x is in a function PyMC calls while it builds the density, so it is
-    # folded by value (b * x with x all zeros is gone): whatever the values, the term is
-    # marked, the likelihood's parameters are not used and the kink goes unseen.
+@pytest.mark.parametrize(
+    "build", [_closure_across_rows, _closure_switch, _premade_constant, _inner],
+    ids=lambda f: f.__name__.strip("_"))
+def test_an_array_the_stand_ins_cannot_reach_is_refused_whatever_its_values(build):
+    # The array is in a function PyMC calls while it builds the density, where it would
+    # be folded by value: refused on both neighbours, saying what to do.
     for x, y in NEIGHBOURS:
         with pm.Model() as model:
             build(x, y)
-        assert likelihood_on_stand_ins(model, N).folded == (True,)
-        pmodel = PrivateModel(model)
-        assert pmodel.likelihood_parameters() is None
-        assert pmodel.likelihood_kinks() == ()
+        with pytest.raises(UnsupportedModelError, match="Pass the array as a parameter"):
+            PrivateModel(model)
+
+
+def test_the_same_arrays_passed_as_parameters_get_the_full_treatment():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=N), rng.normal(size=N)
+    with pm.Model() as model:
+        a, b = pm.Normal("a"), pm.Normal("b")
+        pm.CustomDist("y", a, b, x, observed=y,
+                      logp=lambda v, a, b, x: pm.logp(pm.Laplace.dist(a + b * x, 1.0), v))
+    pmodel = PrivateModel(model)
+    assert pmodel.likelihood_kinks() == ("Abs",)
+    assert pmodel.likelihood_parameters() is not None
+    assert any("NumPy array" in d.label for d in pmodel.datum_inputs)
 
 
 def test_arrays_used_as_values_get_stand_ins_and_shapes_keep_theirs():
@@ -135,6 +198,5 @@ def test_arrays_used_as_values_get_stand_ins_and_shapes_keep_theirs():
         a = pm.Normal("a")
         pm.Normal("y", a * x, 1.0, observed=np.zeros(3), shape=(3,))
     built = likelihood_on_stand_ins(model, 3)
-    assert built.folded == (False,)
     held = {tuple(np.asarray(c.data).ravel()) for c in built.data}
     assert held == {(0.0, 1.0, 2.0), (0.0, 0.0, 0.0)}  # x and the observed value, not (3,)
