@@ -129,10 +129,10 @@ def may_hold_people(const: Constant, node, position) -> bool:
     """Whether a use of an array constant (not on the datum axis) may spread people's values.
 
     Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
-    these kinds, and an entry of a constant shape vector), nor an array that holds no more
-    than a scalar does (:func:`one_number`); any other use does: a table
-    indexed by per-row integers (one entry read by many rows), or values broadcast to every
-    row. Only a table can hold people's values in one entry, so other single values pass.
+    these kinds, and an entry of a constant shape vector); a table indexed by per-row
+    integers (one entry read by many rows) always may, whatever its values; any other use
+    may unless the array holds no more than a scalar does (:func:`one_number`): values
+    broadcast to every row. Only a table can hold people's values in one entry, so other single values pass.
     """
     if node is None:
         return np.size(const.data) > 1
@@ -145,10 +145,14 @@ def may_hold_people(const: Constant, node, position) -> bool:
         and all(isinstance(i, Constant) for i in node.inputs[1:])
     ):
         return False  # an entry of a constant shape vector
+    table = isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor) and position < 2
+    if table:
+        # (never by its values: a per-person table whose entries happen to be equal would
+        # pass, and one person's differing entry would then be refused)
+        return True
     if one_number(np.asarray(const.data)):
         return False  # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d))
-    table = isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor) and position < 2
-    return table or np.size(const.data) > 1
+    return np.size(const.data) > 1
 
 
 def one_number(a: np.ndarray) -> bool:

@@ -19,13 +19,15 @@ An array the stand-ins cannot reach (captured by a ``pm.CustomDist`` logp or dis
 enters the graph only while PyMC builds it, and would be folded by value there, where no
 check of the model's own graphs can see what is computed with it. Every read of an array
 constant's values during the build is watched (:func:`_array_values_read`): if the build
-reads one with n rows, the model is refused. A distribution that decides by the values of
+reads one that may hold one value per individual (n entries along an axis, or n entries
+in all) other than the model's own arrays, which go in as copies, the model is refused. A distribution that decides by the values of
 its constant inputs when it is created (``pm.Censored`` drops a bound that is infinite in
 every row) is rebuilt on the stand-ins (:func:`register_rebuild`).
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 from contextlib import contextmanager
@@ -60,11 +62,14 @@ class StandInLikelihood:
         Free random variable → its stand-in (on the constrained space).
     data : dict
         NumPy array constant of the model (observed values included) → its stand-in.
+    copies : dict
+        The model's other array constants → the copies the terms hold.
     """
 
     terms: list
     theta: dict
     data: dict
+    copies: dict
 
     def on_model(self, model) -> list[Variable]:
         """The terms in the model's value variables (transforms applied) and with the
@@ -74,6 +79,7 @@ class StandInLikelihood:
         values = model.replace_rvs_by_values(free) if free else []
         back = {self.theta[rv]: v for rv, v in zip(free, values)}
         back.update({stand_in: const for const, stand_in in self.data.items()})
+        back.update({copy: const for const, copy in self.copies.items()})
         return list(graph_replace(self.terms, back, strict=False))
 
 
@@ -84,22 +90,29 @@ def likelihood_on_stand_ins(model, n: int) -> StandInLikelihood:
     Raises
     ------
     UnsupportedModelError
-        If building it read the values of an array with n rows the stand-ins could not
-        reach (:func:`_array_values_read`).
+        If building it read the values of an array that may hold one value per
+        individual and that the stand-ins could not reach (:func:`_array_values_read`).
     Whatever PyMC raises for a log-density it cannot build.
     """
     free = list(model.free_RVs)
     observed = list(model.observed_RVs)
     theta = {rv: rv.type() for rv in free}
-    kept = _shape_arrays(observed, free, n)
     data = {c: c.type() for c in _value_arrays(observed, free, n)}
     for rv in observed:
         value = model.rvs_to_values[rv]
         if isinstance(value, Constant) and value not in data:
             data[value] = value.type()
-    with _array_values_read(n, kept) as read, warnings.catch_warnings():
+    # The model's other arrays (shapes, public constants the checks of its own graphs
+    # examine) go in as copies, and the copies' values may be read; the originals are
+    # watched like any array, in case a function captured them too.
+    copies = {
+        c: TensorConstant(c.type, c.data, c.name)
+        for c in graph_inputs(observed, blockers=free)
+        if isinstance(c, TensorConstant) and c.ndim > 0 and c not in data
+    }
+    with _array_values_read(n, copies.values()) as read, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (about clones of the free variables)
-        written = _rebuilt(graph_replace(observed, {**theta, **data}, strict=False))
+        written = _rebuilt(graph_replace(observed, {**theta, **data, **copies}, strict=False))
         rvs_to_values = {}
         for clone, rv in zip(written, observed):
             value = model.rvs_to_values[rv]
@@ -112,7 +125,7 @@ def likelihood_on_stand_ins(model, n: int) -> StandInLikelihood:
         )
     if read:
         raise UnsupportedModelError(_UNREACHED)
-    return StandInLikelihood(list(terms), theta, data)
+    return StandInLikelihood(list(terms), theta, data, copies)
 
 
 _UNREACHED = (
@@ -122,37 +135,76 @@ _UNREACHED = (
     "log-likelihood by the values of such an array while it builds it, so what the step "
     "reads of its structure, and what PyMC computes across rows there, could depend on the "
     "data. Pass the array as a parameter of the distribution (pm.CustomDist('y', a, b, x, "
-    "logp=lambda value, a, b, x: ..., observed=y)), or wrap it in pm.Data."
+    "logp=lambda value, a, b, x: ..., observed=y)), or wrap it in pm.Data. (With a handful "
+    "of rows, PyMC's own shape vectors have as many entries as there are rows, and are "
+    "taken for such an array.)"
 )
 
 
 @contextmanager
 def _array_values_read(n: int, exempt):
-    """The ids of the array constants with n rows (others than ``exempt``) whose values are
-    read while inside: by a rewrite that folds or merges them, a distribution that decides
-    by them, a function that computes with them.
+    """The ids of the array constants (others than ``exempt``) that may hold one value per
+    individual (:func:`_watched`) whose values are read while inside: by a rewrite that
+    folds or merges them, a distribution that decides by them, a function that computes
+    with them.
 
     Every value an array constant holds reaches PyTensor through its ``data``; it is made
-    a property here for the duration (a class attribute: not safe for another thread
-    building graphs at the same time, which would only add to what is recorded).
+    a property for the duration, and constants made meanwhile are noted. One thread at a time builds inside (a lock); windows
+    nest, each recording every read made while it is open, and the attribute is put back
+    as it was when the outermost closes.
     """
     exempt = {id(c) for c in exempt}
     read = set()
+    with _WATCH:
+        if not _RECORDERS:
+            _SAVED.append((TensorConstant.__dict__.get("data"), TensorConstant.__init__))
+            TensorConstant.data = property(_read_data, _write_data)
+            TensorConstant.__init__ = _made_in_window
+        _RECORDERS.append((n, exempt, read, set()))
+        try:
+            yield read
+        finally:
+            _RECORDERS.pop()
+            if not _RECORDERS:
+                saved, init = _SAVED.pop()
+                TensorConstant.__init__ = init
+                if saved is None:
+                    del TensorConstant.data
+                else:
+                    TensorConstant.data = saved
 
-    def get(self):
-        value = self.__dict__["data"]
-        if id(self) not in exempt and _rows_of(value, n):
+
+_WATCH = threading.RLock()
+_RECORDERS: list = []
+_SAVED: list = []
+
+
+def _read_data(self):
+    value = self.__dict__["data"]
+    for n, exempt, read, made in _RECORDERS:
+        if id(self) not in exempt and _watched(value, n, id(self) in made):
             read.add(id(self))
-        return value
+    return value
 
-    def put(self, value):
-        self.__dict__["data"] = value
 
-    TensorConstant.data = property(get, put)
-    try:
-        yield read
-    finally:
-        del TensorConstant.data
+def _made_in_window(self, *args, **kwargs):
+    _SAVED[0][1](self, *args, **kwargs)
+    for _, _, _, made in _RECORDERS:
+        made.add(id(self))
+
+
+def _write_data(self, value):
+    self.__dict__["data"] = value
+
+
+def _watched(value, n: int, made: bool = False) -> bool:
+    """Whether an array may hold one value per individual: n entries along an axis, or at
+    least n entries in all (flattened, or laid out otherwise) for an array made before the
+    build. One made during it counts by its axes only: PyMC folds the model's public
+    constants (the copies) into new ones, a covariance ``eye(d)`` into a (1, d, d) array
+    of d² entries, say."""
+    size = np.size(value)
+    return size > 1 and (n in np.shape(value) or (size >= n and not made))
 
 
 #: SymbolicRandomVariable types whose constructor decides by the values of constant inputs,
@@ -179,12 +231,6 @@ def _rebuilt(outputs):
         if rule is not None:
             replace.update(zip(node.outputs, rule(node)))
     return list(graph_replace(outputs, replace, strict=False)) if replace else list(outputs)
-
-
-def _shape_arrays(outputs, blockers, n: int) -> list[Constant]:
-    """Array constants with n rows that :func:`_value_arrays` leaves in place: shapes."""
-    values = set(_value_arrays(outputs, blockers, n))
-    return [c for c in graph_inputs(outputs, blockers=blockers) if _rows(c, n) and c not in values]
 
 
 def _value_arrays(outputs, blockers, n: int) -> list[Constant]:
