@@ -20,9 +20,10 @@ enters the graph only while PyMC builds it, and would be folded by value there, 
 check of the model's own graphs can see what is computed with it. Every read of an array
 constant's values during the build is watched (:func:`_array_values_read`): if the build
 reads one that may hold one value per individual (n entries along an axis, or n entries
-in all) other than the model's own arrays, which go in as copies, the model is refused. A distribution that decides by the values of
-its constant inputs when it is created (``pm.Censored`` drops a bound that is infinite in
-every row) is rebuilt on the stand-ins (:func:`register_rebuild`).
+in all) other than the model's own arrays, which go in as copies, the model is refused.
+A distribution that decides by the values of its constant inputs when it is created
+(``pm.Censored`` drops a bound that is infinite in every row) is rebuilt on the
+stand-ins (:func:`register_rebuild`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.tensor.variable import TensorConstant
 
 from pymc_dp.errors import UnsupportedModelError
-
 from pymc_dp.model.constants import shape_use
 
 __all__ = ["StandInLikelihood", "likelihood_on_stand_ins", "register_rebuild"]
@@ -149,9 +149,9 @@ def _array_values_read(n: int, exempt):
     with them.
 
     Every value an array constant holds reaches PyTensor through its ``data``; it is made
-    a property for the duration, and constants made meanwhile are noted. One thread at a time builds inside (a lock); windows
-    nest, each recording every read made while it is open, and the attribute is put back
-    as it was when the outermost closes.
+    a property for the duration, and constants made meanwhile are noted. One thread at a
+    time builds inside (a lock); windows nest, each recording every read made while it is
+    open, and the attributes are put back as they were when the outermost closes.
     """
     exempt = {id(c) for c in exempt}
     read = set()
