@@ -45,7 +45,9 @@ _PRIOR_READS_DATA = (
     "not read observed values, pm.Data or shared variables (declare public constants with "
     "pymc_dp.public_data(...)), nor NumPy arrays with one entry per individual (an "
     "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
-    "values as observed variables (x_obs ~ Normal(x_true, ...), observed)."
+    "values as observed variables (x_obs ~ Normal(x_true, ...), observed). A public "
+    "constant shared by every individual is written as a scalar (mu=0 with shape=n, not "
+    "np.zeros(n): an array of equal entries cannot be told from data)."
 )
 
 
@@ -275,13 +277,15 @@ class ModelChecks:
             logp = model.logp(vars=[rv])
             _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
-            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
+            if reads_any([logp], data_vars) or has_rows(
+                array_constants([logp], True), n, uniform_ok=False
+            ):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             # Its draws too (a CustomDist's random= may read what its logp does not): the
             # warm-up's start comes from prior draws (plausible_start).
             if reads_any([rv], data_vars, blockers=list(free - {rv})):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
-            if has_rows(as_written, n):
+            if has_rows(as_written, n, uniform_ok=False):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
         reading = read_unshaped_lengths(model, [*model.free_RVs, *model.observed_RVs])
         if reading:
@@ -304,23 +308,29 @@ class ModelChecks:
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
                 holds_data = reads_any([init], data_vars) or has_rows(
-                    array_constants([init], inner=True), n
+                    array_constants([init], inner=True), n, uniform_ok=False
                 )
             else:
-                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows([init], n)
+                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows(
+                    [init], n, uniform_ok=False
+                )
             if holds_data:
                 raise UnsupportedModelError(
                     f"The initial value of {rv.name!r} is computed from data or is an array "
                     "with one entry per individual; it would be released as the chain's "
-                    "first draws, without noise. Initial values must be public: use a "
-                    "constant (e.g. zeros) or leave it to PyMC."
+                    "first draws, without noise. Initial values must be public: leave them "
+                    "to PyMC, or give arrays of the variable's own shape that are not per "
+                    "individual; an array with one entry per individual, even all equal "
+                    "(np.zeros(n)), cannot be told from data and is refused: use a scalar "
+                    "prior mean and PyMC's start instead."
                 )
+        # (a backstop: the point comes from the priors and initial values checked above,
+        # or from the step's initial_point=, where an array of equal entries still passes)
         if has_rows(list(self._initial_point.values()), n):
             raise UnsupportedModelError(
-                "The initial point holds an array with one entry per individual (other than "
-                "a constant array). It is where the chain starts, and would be released "
-                "without noise: initial points must be public (e.g. zeros, or PyMC's "
-                "default)."
+                "The initial point holds an array with one entry per individual. It is where "
+                "the chain starts, and would be released without noise: initial points must "
+                "be public (leave it to PyMC, or set initval= with scalars)."
             )
 
     def _check_graph(

@@ -212,9 +212,24 @@ def test_an_initial_point_holding_per_person_values_is_refused():
 def test_ordinary_hyperparameters_and_initial_values_are_not_refused():
     with pm.Model() as m:
         beta = pm.Normal("beta", np.zeros(2), np.full(2, 10.0), initval=np.array([0.5, -0.5]))
-        effects = pm.Normal("effects", np.zeros(N), 1, initval=np.zeros(N))  # one per person
+        effects = pm.Normal("effects", 0.0, 1, shape=N)  # one per person, PyMC's start
         pm.Normal("y", pm.Data("X", X) @ beta + effects, 1, observed=Y)
     PrivateModel(m)
+
+
+@pytest.mark.parametrize("where", ["mean", "initval"])
+def test_an_array_with_one_entry_per_person_is_refused_even_when_its_entries_are_equal(where):
+    # (a review) np.zeros(N) cannot be told from data that are all zero: the refusal would
+    # then depend on whether one person's entry differs. Scalars say the same publicly.
+    with pm.Model() as m:
+        beta = pm.Normal("beta", 0, 10, shape=2)
+        if where == "mean":
+            effects = pm.Normal("effects", np.zeros(N), 1)
+        else:
+            effects = pm.Normal("effects", 0.0, 1, shape=N, initval=np.zeros(N))
+        pm.Normal("y", pm.Data("X", X) @ beta + effects, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="scalar"):
+        PrivateModel(m)
 
 
 # ---------------------------------------------------------------------- finding 2

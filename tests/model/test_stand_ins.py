@@ -262,12 +262,8 @@ def test_watch_windows_nest_and_put_the_attribute_back():
     assert "data" not in TensorConstant.__dict__
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known privacy bug (second review, 2026-11-29), older than the stand-ins: a prior's "
-    "parameter array with one entry per person passes the checks when every entry is "
-    "equal (pymc_dp.model.constants.one_number), so whether a model is refused, and the "
-    "value then released through the prior, depend on the data"))
 def test_a_priors_array_with_one_entry_per_person_is_refused_whatever_its_values():
+    # (second review) one with equal entries was taken for a public constant
     for x, _ in NEIGHBOURS:
         with pm.Model() as model:
             x_true = pm.Normal("x_true", mu=x + 1.0, sigma=0.5, shape=N)
