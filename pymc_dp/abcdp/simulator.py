@@ -186,9 +186,7 @@ class SimulatorModel:
         for rv in model.free_RVs:
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
             graph = model.logp(vars=[rv])
-            if has_rows(as_written, n, uniform_ok=False) or has_rows(
-                array_constants([graph], inner=True), n, uniform_ok=False
-            ):
+            if has_rows(as_written, n) or has_rows(array_constants([graph], inner=True), n):
                 raise UnsupportedModelError(
                     f"The prior of {rv.name!r} holds an array with one entry per row of the "
                     "observations. ABCDP's prior draws are public and must not depend on "

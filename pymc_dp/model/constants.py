@@ -131,8 +131,8 @@ def may_hold_people(const: Constant, node, position) -> bool:
     Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
     these kinds, and an entry of a constant shape vector); a table indexed by per-row
     integers (one entry read by many rows) always may, whatever its values; any other use
-    may unless the array holds no more than a scalar does (:func:`one_number`): values
-    broadcast to every row. Only a table can hold people's values in one entry, so other single values pass.
+    (values broadcast to every row) may unless the array holds no more than a scalar does
+    (:func:`one_number`).
     """
     if node is None:
         return np.size(const.data) > 1
@@ -166,13 +166,14 @@ def one_number(a: np.ndarray) -> bool:
     return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
 
 
-def has_rows(arrays, n: int, uniform_ok: bool = True) -> bool:
-    """Whether some array (or constant) has n entries along an axis: per-individual values.
+def has_rows(arrays, n: int, uniform_ok: bool = False) -> bool:
+    """Whether some array (or constant) has n entries along an axis: per-individual values,
+    even when its entries are equal (data whose entries happen to be equal would otherwise
+    pass, and one person's differing entry would decide).
 
     With ``uniform_ok``, one that holds no more than one number (:func:`one_number`) does
-    not count, for a value PyMC computed from public ones (an initial point of zeros).
-    Where the array could be the user's data, pass ``uniform_ok=False``: data whose entries
-    happen to be equal would pass, and one person's differing entry would decide."""
+    not count: only for a value PyMC computed from public ones (an initial point of
+    zeros)."""
     for a in arrays:
         value = np.asarray(a.data if isinstance(a, Constant) else a)
         if value.dtype != object and n in value.shape and value.size > 1:

@@ -352,7 +352,7 @@ class Gradients:
         shared = [
             numeric_value(v) for v in graph_inputs([graph]) if isinstance(v, SharedVariable)
         ]
-        return not has_rows([*constants, *shared], self.n_data, uniform_ok=False)
+        return not has_rows([*constants, *shared], self.n_data)
 
     def reads_data(self, graph: Variable) -> bool:
         """Whether ``graph`` reads an observed value, a private container or a per-datum

@@ -277,15 +277,13 @@ class ModelChecks:
             logp = model.logp(vars=[rv])
             _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
-            if reads_any([logp], data_vars) or has_rows(
-                array_constants([logp], True), n, uniform_ok=False
-            ):
+            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             # Its draws too (a CustomDist's random= may read what its logp does not): the
             # warm-up's start comes from prior draws (plausible_start).
             if reads_any([rv], data_vars, blockers=list(free - {rv})):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
-            if has_rows(as_written, n, uniform_ok=False):
+            if has_rows(as_written, n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
         reading = read_unshaped_lengths(model, [*model.free_RVs, *model.observed_RVs])
         if reading:
@@ -308,12 +306,10 @@ class ModelChecks:
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
                 holds_data = reads_any([init], data_vars) or has_rows(
-                    array_constants([init], inner=True), n, uniform_ok=False
+                    array_constants([init], inner=True), n
                 )
             else:
-                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows(
-                    [init], n, uniform_ok=False
-                )
+                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows([init], n)
             if holds_data:
                 raise UnsupportedModelError(
                     f"The initial value of {rv.name!r} is computed from data or is an array "
@@ -326,11 +322,11 @@ class ModelChecks:
                 )
         # (a backstop: the point comes from the priors and initial values checked above,
         # or from the step's initial_point=, where an array of equal entries still passes)
-        if has_rows(list(self._initial_point.values()), n):
+        if has_rows(list(self._initial_point.values()), n, uniform_ok=True):
             raise UnsupportedModelError(
                 "The initial point holds an array with one entry per individual. It is where "
                 "the chain starts, and would be released without noise: initial points must "
-                "be public (leave it to PyMC, or set initval= with scalars)."
+                "be public (leave it to PyMC)."
             )
 
     def _check_graph(
