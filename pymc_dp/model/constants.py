@@ -166,19 +166,14 @@ def one_number(a: np.ndarray) -> bool:
     return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
 
 
-def has_rows(arrays, n: int, uniform_ok: bool = False) -> bool:
+def has_rows(arrays, n: int) -> bool:
     """Whether some array (or constant) has n entries along an axis: per-individual values,
     even when its entries are equal (data whose entries happen to be equal would otherwise
-    pass, and one person's differing entry would decide).
-
-    With ``uniform_ok``, one that holds no more than one number (:func:`one_number`) does
-    not count: only for a value PyMC computed from public ones (an initial point of
-    zeros)."""
+    pass, and one person's differing entry would decide)."""
     for a in arrays:
         value = np.asarray(a.data if isinstance(a, Constant) else a)
         if value.dtype != object and n in value.shape and value.size > 1:
-            if not uniform_ok or not one_number(value):
-                return True
+            return True
     return False
 
 

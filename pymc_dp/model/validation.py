@@ -265,7 +265,9 @@ class ModelChecks:
         (and what it returns while no proposal is accepted). Besides observed values and
         containers that are not declared public, a NumPy array with n entries along some
         axis is data here (an errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``,
-        ``initval=x_obs``), unless it holds one number (:func:`one_number`).
+        ``initval=x_obs``), even when its entries are equal. The initial point passes one
+        only where it equals PyMC's own initial point, computed from the values checked
+        here.
         """
         model = self.model
         n = self.n_data
@@ -320,14 +322,22 @@ class ModelChecks:
                     "(np.zeros(n)), cannot be told from data and is refused: use a scalar "
                     "prior mean and PyMC's start instead."
                 )
-        # (a backstop: the point comes from the priors and initial values checked above,
-        # or from the step's initial_point=, where an array of equal entries still passes)
-        if has_rows(list(self._initial_point.values()), n, uniform_ok=True):
-            raise UnsupportedModelError(
-                "The initial point holds an array with one entry per individual. It is where "
-                "the chain starts, and would be released without noise: initial points must "
-                "be public (leave it to PyMC)."
-            )
+        # (a backstop for the step's initial_point=: PyMC's own initial point is computed
+        # from the priors and initial values checked above alone, so a per-individual
+        # array equal to its entry is public; any other, even all equal, is refused)
+        own = None
+        for name, value in self._initial_point.items():
+            if not has_rows([value], n):
+                continue
+            own = self.model.initial_point() if own is None else own
+            if name not in own or not np.array_equal(np.asarray(value), own[name]):
+                raise UnsupportedModelError(
+                    f"The initial point's value of {name!r} has one entry per individual "
+                    "and is not PyMC's own initial value. It is where the chain starts, and "
+                    "would be released without noise, and nothing shows that an array with "
+                    "one entry per individual is not data, even with equal entries: leave "
+                    "the start of such variables to PyMC."
+                )
 
     def _check_graph(
         self, outputs, q, row_inputs, what: str, public=(), parameters=None, row_values=None

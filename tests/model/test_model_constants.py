@@ -201,12 +201,24 @@ def test_per_person_numpy_values_released_without_noise_are_refused(build, match
     assert "without noise" in str(err.value)
 
 
-def test_an_initial_point_holding_per_person_values_is_refused():
+@pytest.mark.parametrize("start", ["data", "equal entries"])
+def test_an_initial_point_holding_per_person_values_is_refused(start):
+    # all equal too: data whose entries are equal would pass, one person's entry deciding
+    value = X_OBS if start == "data" else np.full(N, 0.5)
     with pm.Model() as m:
         x_true = pm.Normal("x_true", 0, 10, shape=N)
         pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="initial points must be public"):
-        PrivateModel(m, initial_point={"x_true": X_OBS, "b": np.array(0.0)})
+    with pytest.raises(UnsupportedModelError, match="not PyMC's own initial value") as err:
+        PrivateModel(m, initial_point={"x_true": value, "b": np.array(0.0)})
+    assert "'x_true'" in str(err.value) and "0.5" not in str(err.value)
+
+
+def test_pymcs_own_initial_point_passes_as_a_steps_initial_point():
+    # steps are handed PyMC's point; a per-person latent starts at its public default
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 0, 10, shape=N)
+        pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
+    PrivateModel(m, initial_point={**m.initial_point(), "b": np.array(0.3)})
 
 
 def test_ordinary_hyperparameters_and_initial_values_are_not_refused():
