@@ -176,7 +176,7 @@ class SimulatorModel:
         The prior draws are released as they are. Besides containers (checked above), a
         prior can hold data as a NumPy array written into it (a location ``x.mean()`` of a
         sorted or shifted copy of the observations, also inside a ``pm.CustomDist``): the
-        rule of :mod:`pymc_dp.model` for priors, one entry per row and more than one number,
+        rule of :mod:`pymc_dp.model` for priors (:func:`~pymc_dp.model.constants.has_rows`)
         refuses it. A dimension's length is public as the shape of a variable (it is released
         with the draws), but the length of a dimension no variable has, read as a value
         (``pm.Normal("mu", m.dim_lengths["k"], 1)``), may be a count of the data.
@@ -186,7 +186,9 @@ class SimulatorModel:
         for rv in model.free_RVs:
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
             graph = model.logp(vars=[rv])
-            if has_rows(as_written, n) or has_rows(array_constants([graph], inner=True), n):
+            if has_rows(as_written, n) or has_rows(
+                array_constants([graph], inner=True), n, folded_ok=True
+            ):
                 raise UnsupportedModelError(
                     f"The prior of {rv.name!r} holds an array with one entry per row of the "
                     "observations. ABCDP's prior draws are public and must not depend on "
@@ -385,11 +387,12 @@ class SimulatorModel:
         )
         if where is not None:
             raise UnsupportedModelError(
-                f"The simulator of {self.simulator_name!r} can reach the observed data "
-                f"(through {where}). ABCDP's simulations are public and must not read the "
-                "private observations: pass public values as the simulator's parameters or "
-                "compute them inside the function (docs/abcdp.md, 'The simulator must not read "
-                "the data')."
+                f"The simulator of {self.simulator_name!r} can reach the observed data, or "
+                f"an array that may hold them (through {where}: an array with one entry per "
+                "row of the observations, or as many entries, whatever its values). ABCDP's "
+                "simulations are public and must not read the private observations: pass "
+                "public values as the simulator's parameters or compute them inside the "
+                "function (docs/abcdp.md, 'The simulator must not read the data')."
             )
 
     def observed(self) -> np.ndarray:
@@ -814,35 +817,26 @@ def _root(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _column_keys(a: np.ndarray, axis: int) -> list[bytes]:
-    """The columns of ``a`` along ``axis`` (that axis first), as float64 bytes."""
-    cols = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).astype(np.float64) + 0.0  # -0 → 0
-    return [c.tobytes() for c in np.ascontiguousarray(cols.T)]
-
-
 class _Observations:
-    """Tests whether an array holds the observations."""
+    """Tests whether an array may hold the observations, without reading their values."""
 
     def __init__(self, value: np.ndarray, model_arrays: Iterable):
-        self.value = value
         self.n = value.shape[0]
         self.memory = [x for a in model_arrays if isinstance(a, np.ndarray) for x in (a, _root(a))]
-        self.columns = set(_column_keys(value, 0))
 
     def held_by(self, a: np.ndarray) -> bool:
         """Whether ``a`` (or the array it is a view of) shares memory with the observations,
-        equals them (in any shape) or has one of their columns along some axis."""
+        has an axis of length n (the rows) or n entries or more in any layout (a flattened
+        copy). Never by comparing values: whether the model is refused would then depend on
+        whether an array equals the data, one person's value deciding."""
         if a.dtype.kind not in "biuf" or a.size == 0:
             return False
         root = _root(a)
         for cand in (a,) if root is a else (a, root):
             if any(np.may_share_memory(cand, m) for m in self.memory):
                 return True
-            if cand.size == self.value.size and np.array_equal(cand.ravel(), self.value.ravel()):
+            if self.n in cand.shape or cand.size >= self.n:
                 return True
-            for axis, length in enumerate(cand.shape):
-                if length == self.n and not self.columns.isdisjoint(_column_keys(cand, axis)):
-                    return True
         return False
 
 
@@ -861,9 +855,9 @@ def find_held_observations(
     methods), items of containers; ``MAX_DEPTH`` references deep, module globals and classes of
     numpy, scipy, PyMC, PyTensor and the standard library excepted) and tests each array met
     (numpy arrays, numeric lists, PyTensor constants and shared variables, pandas/xarray/polars
-    columns) and those of ``extra``: an array holds the observations if it, or the array it is
-    a view of, may share memory with them or with ``model_arrays`` (the model's own copy),
-    equals them, or has one of their columns.
+    columns) and those of ``extra``: an array may hold the observations if it, or the array it
+    is a view of, may share memory with them or with ``model_arrays`` (the model's own copy),
+    has an axis of length n (their rows) or has n entries or more, whatever its values.
 
     Returns a short description of the path (names from the code, never values).
 

@@ -31,6 +31,7 @@ __all__ = [
     "constant_uses",
     "may_hold_people",
     "one_number",
+    "scaled_identity",
     "structural_use",
     "shape_use",
     "has_rows",
@@ -166,13 +167,35 @@ def one_number(a: np.ndarray) -> bool:
     return bool(np.all(diagonal == diagonal[0]) and np.count_nonzero(a - np.diag(diagonal)) == 0)
 
 
-def has_rows(arrays, n: int) -> bool:
-    """Whether some array (or constant) has n entries along an axis: per-individual values,
-    even when its entries are equal (data whose entries happen to be equal would otherwise
-    pass, and one person's differing entry would decide)."""
+def scaled_identity(a: np.ndarray) -> bool:
+    """Whether ``a`` is c·I with c ≠ 0 (broadcast axes aside): a public covariance's form."""
+    a = a.reshape([s for s in a.shape if s != 1])
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] < 2:
+        return False
+    diagonal = np.diagonal(a)
+    return bool(diagonal[0] != 0 and np.all(diagonal == diagonal[0])
+                and np.count_nonzero(a - np.diag(diagonal)) == 0)
+
+
+def has_rows(arrays, n: int, folded_ok: bool = False) -> bool:
+    """Whether some array (or constant) may hold one value per individual, whatever its
+    values: n entries along an axis, or n entries or more in any layout (a flattened
+    (n, k) array), unless it is c·I (:func:`scaled_identity`: a public ``np.eye(d)`` with
+    d² ≥ n). Values are not read otherwise: data whose entries happen to be equal would
+    pass, and one person's differing entry would decide.
+
+    ``folded_ok``: for the constants of a log-density PyMC built, which folds symbolic
+    arrays of the model as written (``pt.ones(n)``, ``pt.eye(n)``) into constants; one
+    holding one number (:func:`one_number`) does not count there (the graph as written
+    is checked as above).
+    """
     for a in arrays:
         value = np.asarray(a.data if isinstance(a, Constant) else a)
-        if value.dtype != object and n in value.shape and value.size > 1:
+        if value.dtype == object or value.size <= 1:
+            continue
+        if folded_ok and one_number(value):
+            continue
+        if n in value.shape or (value.size >= n and not scaled_identity(value)):
             return True
     return False
 

@@ -47,7 +47,8 @@ _PRIOR_READS_DATA = (
     "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
     "values as observed variables (x_obs ~ Normal(x_true, ...), observed). A public "
     "constant shared by every individual is written as a scalar (mu=0 with shape=n, not "
-    "np.zeros(n): an array of equal entries cannot be told from data)."
+    "np.zeros(n)) or built in the model (a=pt.ones(k)): an array of n entries or more, "
+    "even all equal, cannot be told from data."
 )
 
 
@@ -279,7 +280,9 @@ class ModelChecks:
             logp = model.logp(vars=[rv])
             _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
-            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
+            if reads_any([logp], data_vars) or has_rows(
+                array_constants([logp], True), n, folded_ok=True
+            ):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             # Its draws too (a CustomDist's random= may read what its logp does not): the
             # warm-up's start comes from prior draws (plausible_start).
@@ -327,7 +330,9 @@ class ModelChecks:
         # array equal to its entry is public; any other, even all equal, is refused)
         own = None
         for name, value in self._initial_point.items():
-            if not has_rows([value], n):
+            # (on the value space: a transform may drop an entry per axis, a zero-sum or
+            # simplex vector of one entry per individual has n - 1)
+            if not (has_rows([value], n) or has_rows([value], n - 1)):
                 continue
             own = self.model.initial_point() if own is None else own
             if name not in own or not np.array_equal(np.asarray(value), own[name]):

@@ -277,7 +277,8 @@ def _per_person_lengths(idata, model) -> frozenset[int] | None:
 
 
 def _is_per_person(size: int, per_person: frozenset[int] | None) -> bool:
-    return per_person is None or size in per_person
+    # (n entries or more: a dimension of two effects per person, flattened, has 2n)
+    return per_person is None or size >= min(per_person)
 
 
 def _positions(ds: xr.Dataset, dim: str) -> np.ndarray:
@@ -329,7 +330,8 @@ def release(idata, *, model=None, drop_vars: Iterable[str] = ()) -> xr.DataTree:
     * in the sample stats, the stats that pymc_dp's steps declare (:func:`declared_stats`);
     * the index coordinates (labels) of the dimensions a kept variable uses, and no other
       coordinate (one laid along a dimension, e.g. a data column, is dropped). Labels of a
-      per-person dimension, one whose length is n, the number of individuals, become
+      per-person dimension, one whose length is n, the number of individuals, or more (a
+      flattened layout of several entries per person), become
       positions 0, …, n−1 (with a ``UserWarning``): identifiers, or a data column used as
       labels, would show who is in the data. n comes from the model, the report or a
       minibatch step's stats; if none states it, every dimension counts as per-person;
@@ -466,7 +468,7 @@ def _public_dataset(
     Built anew, so that no variable attribute, other coordinate or unused dimension comes
     along: only index coordinates (a dimension's labels) of dimensions that the variables
     use, never a coordinate laid along a dimension (a data column attached to the trace).
-    Labels of a per-person dimension (length n) become positions: the identifiers of the
+    Labels of a per-person dimension (length n or more) become positions: the identifiers of the
     individuals, or any data column, would show who is in the data.
 
     Returns the dataset and the dimensions whose labels were replaced.

@@ -253,3 +253,68 @@ def test_a_count_of_the_data_read_through_a_shape_is_refused():
         pm.Normal("y", pm.Normal("b") + 50.0 * count, 1, observed=yd)
     with pytest.raises(UnsupportedModelError, match="Nonzero"):
         PrivateModel(m)
+
+
+# ------------------------------------------------- review of session 36: other layouts
+X_OBS2 = RNG.normal(size=(N, 2))  # two private covariates per person
+
+
+@pytest.mark.parametrize("layout", ["(n, 2)", "(2, n)", "(2n,)"])
+def test_per_person_values_in_a_prior_are_refused_in_any_layout(layout):
+    # errors-in-variables x_true ~ N(x_obs, 0.1): flattened to 2n entries it passed (no
+    # axis of length n) and the posterior published every person's covariates
+    mean = {"(n, 2)": X_OBS2, "(2, n)": X_OBS2.T, "(2n,)": X_OBS2.ravel()}[layout]
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", mean, 0.1)
+        pm.Normal("y", pt.sum(x_true), 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="prior of 'x_true' depends on data"):
+        PrivateModel(m)
+
+
+@pytest.mark.parametrize("how", ["flattened", "reshaped, all equal", "reshaped"])
+def test_per_person_initial_values_are_refused_in_any_layout_whatever_their_values(how):
+    value = {
+        "flattened": X_OBS2.ravel(),
+        # (no axis of length n: four rows of n / 2)
+        "reshaped, all equal": pt.as_tensor(np.full((4, N // 2), 2.0)).flatten(),
+        "reshaped": pt.as_tensor(X_OBS2.reshape(4, N // 2)).flatten(),
+    }[how]
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 0, 10, shape=2 * N, initval=value)
+        pm.Normal("y", x_true.reshape((N, 2)) @ pm.Normal("b", shape=2), 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+        PrivateModel(m)
+
+
+def test_a_start_in_value_space_with_one_entry_per_person_fewer_is_refused():
+    # a zero-sum (or simplex) vector of n entries is n − 1 numbers in value space; the
+    # centred data passed there came out as the chain's draws
+    with pm.Model() as m:
+        u = pm.ZeroSumNormal("u", sigma=1.0, shape=N)
+        pm.Normal("y", pm.Normal("b") + u, 1, observed=Y)
+    centred = m.rvs_to_transforms[u].forward(pt.as_tensor(Y - Y.mean())).eval()
+    assert centred.shape == (N - 1,)
+    with pytest.raises(UnsupportedModelError, match="'u_zerosum__'"):
+        PrivateModel(m, initial_point={"u_zerosum__": centred, "b": np.array(0.0)})
+    PrivateModel(m, initial_point=m.initial_point())  # PyMC's own start passes
+
+
+PRIORS_WRITTEN_SYMBOLICALLY = {
+    "Dirichlet(pt.ones(n))": lambda: pm.Dirichlet("w", a=pt.ones(N)),
+    "MvNormal(pt.zeros(n), pt.eye(n))": lambda: pm.MvNormal("w", mu=pt.zeros(N), cov=pt.eye(N)),
+    "MvNormal(0, s² pt.eye(n))": lambda: pm.MvNormal(
+        "w", mu=0.0, cov=pm.HalfNormal("s") ** 2 * pt.eye(N), shape=N
+    ),
+    "MvNormal(0, np.eye(d)), d² ≥ n": lambda: pm.MvNormal("w", mu=0.0, cov=np.eye(6), shape=6),
+}
+
+
+@pytest.mark.parametrize("prior", PRIORS_WRITTEN_SYMBOLICALLY.values(),
+                         ids=PRIORS_WRITTEN_SYMBOLICALLY.keys())
+def test_priors_on_arrays_the_model_builds_itself_are_accepted(prior):
+    # PyMC folds pt.ones(n) and pt.eye(n) into constants of its log-density; the model as
+    # written holds no array of n entries (these were refused after the strict check)
+    with pm.Model() as m:
+        w = prior()
+        pm.Normal("y", pm.Normal("b") + pt.sum(w), 1, observed=Y)
+    PrivateModel(m)

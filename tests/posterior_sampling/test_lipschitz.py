@@ -399,7 +399,9 @@ def test_every_observed_family_has_one_registered_rule():
         lip._family_rule(NormalRV)(lambda *a: None)
 
     # x1 ~ Bernoulli(p1); x2 | x1 ~ Categorical(cpt[x1]) with a trimmed Dirichlet CPT.
-    records = np.array(list(itertools.product(range(2), range(3))))
+    # (every record twice: a prior array of as many entries as rows, the CPT's six, would
+    # be taken for one entry per person)
+    records = np.tile(np.array(list(itertools.product(range(2), range(3)))), (2, 1))
     x1, x2 = records[:, 0], records[:, 1]
     eps = 0.05
     with pm.Model() as m:

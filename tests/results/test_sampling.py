@@ -309,6 +309,21 @@ def test_a_data_column_as_labels_is_not_released():
     assert not set(idata.posterior["person"].values) & set(y)
 
 
+def test_labels_of_a_dimension_with_several_entries_per_person_are_positions(tmp_path):
+    # (a review) two effects per person laid out on one dimension of length 2n kept their
+    # labels, the participants' identifiers among them
+    ids = [f"patient-{i:04d}" for i in range(N_PEOPLE)]
+    effects = [f"{p}/{k}" for p in ids for k in ("a", "b")]
+    y = np.random.default_rng(7).normal(size=N_PEOPLE)
+    with pm.Model(coords={"person": ids, "person_effect": effects}) as m:
+        z = pm.Normal("z", 0, 1, dims="person_effect")
+        pm.Normal("y", z.reshape((N_PEOPLE, 2)).sum(1), 1, observed=y, dims="person")
+    with pytest.warns(UserWarning, match=r"\['person_effect'\] were replaced by positions"):
+        idata = _sample_per_person(m)
+    assert list(idata.posterior["person_effect"].values) == list(range(2 * N_PEOPLE))
+    assert _no_identifiers(idata, ids, tmp_path)
+
+
 def test_release_keeps_no_coordinate_laid_along_a_dimension(per_person):
     # release compared dimension names only: a non-index coordinate along 'patient' (a data
     # column attached to the trace) was kept.

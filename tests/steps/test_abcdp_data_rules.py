@@ -237,6 +237,27 @@ def test_a_public_constant_equal_to_the_data_is_refused(tmp_path):
     assert no_ledger(ledger)
 
 
+@pytest.mark.parametrize("layout", ["as the data", "flattened pairs"])
+def test_whether_a_held_array_is_refused_never_depends_on_the_datas_values(layout, tmp_path):
+    # (a review) refusing an array because it equals the data told, with nothing spent,
+    # whether one person's value was the one guessed: neighbours gave accept / refuse
+    guess = np.r_[Y[:-1], 1.0]
+    held = guess if layout == "as the data" else np.stack([guess, guess], axis=1).ravel()
+    messages = []
+    for last in (1.0, 0.0):  # the last person's value: equal to the guess, or not
+        observed = np.r_[Y[:-1], last]
+
+        def simulate(rng, mu, size, _table=held):
+            return rng.normal(mu, 1.0, size=size)
+
+        ledger = tmp_path / f"ledger{last}"
+        with pytest.raises(UnsupportedModelError, match="may hold them") as err:
+            build(model_of(simulate, observed), ledger)
+        assert no_ledger(ledger)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
 def test_the_data_check_is_repeated_before_each_chain(tmp_path):
     # The closure is filled after the step was built: setup_chain looks again, before reserving.
     box = []
