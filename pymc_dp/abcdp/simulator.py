@@ -186,9 +186,7 @@ class SimulatorModel:
         for rv in model.free_RVs:
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
             graph = model.logp(vars=[rv])
-            if has_rows(as_written, n) or has_rows(
-                array_constants([graph], inner=True), n, folded_ok=True
-            ):
+            if has_rows(as_written, n) or has_rows(array_constants([graph], inner=True), n):
                 raise UnsupportedModelError(
                     f"The prior of {rv.name!r} holds an array with one entry per row of the "
                     "observations. ABCDP's prior draws are public and must not depend on "
@@ -389,7 +387,8 @@ class SimulatorModel:
             raise UnsupportedModelError(
                 f"The simulator of {self.simulator_name!r} can reach the observed data, or "
                 f"an array that may hold them (through {where}: an array with one entry per "
-                "row of the observations, or as many entries, whatever its values). ABCDP's "
+                "row of the observations, or a multiple of their number of entries, whatever "
+                "its values). ABCDP's "
                 "simulations are public and must not read the private observations: pass "
                 "public values as the simulator's parameters or compute them inside the "
                 "function (docs/abcdp.md, 'The simulator must not read the data')."
@@ -797,17 +796,29 @@ def _(arr: array.array):
 @_held_arrays.register(tuple)
 @_held_arrays.register(deque)
 def _(items):
-    # A list of numbers (y.tolist()) or of rows is an array too.
-    if not items or not all(
-        isinstance(i, numbers.Number | list | tuple | np.ndarray) for i in items
-    ):
+    # A list of numbers (y.tolist()) or of rows is an array too; so are the numbers among
+    # other items (list(y) + [None]).
+    if not items:
         return []
+    if not all(isinstance(i, numbers.Number | list | tuple | np.ndarray) for i in items):
+        return _numbers_among(items)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return [np.asarray(list(items))]
     except (ValueError, TypeError):  # ragged
-        return []
+        return _numbers_among(items)
+
+
+@_held_arrays.register(dict)
+def _(mapping):
+    # (dict(enumerate(y)): the numbers among its values, and among its keys)
+    return [*_numbers_among(mapping.values()), *_numbers_among(mapping.keys())]
+
+
+def _numbers_among(items) -> list:
+    found = [i for i in items if isinstance(i, numbers.Real) and not isinstance(i, bool)]
+    return [np.asarray(found, dtype=float)] if len(found) > 1 else []
 
 
 # ---------------------------------------------------------------- the test
@@ -826,16 +837,17 @@ class _Observations:
 
     def held_by(self, a: np.ndarray) -> bool:
         """Whether ``a`` (or the array it is a view of) shares memory with the observations,
-        has an axis of length n (the rows) or n entries or more in any layout (a flattened
-        copy). Never by comparing values: whether the model is refused would then depend on
-        whether an array equals the data, one person's value deciding."""
+        has an axis of length n (the rows) or a multiple of n entries in another layout (a
+        flattened copy): :func:`~pymc_dp.model.constants.has_rows`. Never by comparing
+        values: whether the model is refused would then depend on whether an array equals
+        the data, one person's value deciding."""
         if a.dtype.kind not in "biuf" or a.size == 0:
             return False
         root = _root(a)
         for cand in (a,) if root is a else (a, root):
             if any(np.may_share_memory(cand, m) for m in self.memory):
                 return True
-            if self.n in cand.shape or cand.size >= self.n:
+            if has_rows([cand], self.n):
                 return True
         return False
 
@@ -857,7 +869,7 @@ def find_held_observations(
     (numpy arrays, numeric lists, PyTensor constants and shared variables, pandas/xarray/polars
     columns) and those of ``extra``: an array may hold the observations if it, or the array it
     is a view of, may share memory with them or with ``model_arrays`` (the model's own copy),
-    has an axis of length n (their rows) or has n entries or more, whatever its values.
+    has an axis of length n (their rows) or a multiple of n entries, whatever its values.
 
     Returns a short description of the path (names from the code, never values).
 
@@ -878,8 +890,6 @@ def find_held_observations(
         obj, path, depth = queue.popleft()
         if any(obs.held_by(a) for a in _held_arrays(obj)):
             return path
-        if depth >= MAX_DEPTH:
-            continue
         try:
             referents = _referents(obj) + _own_class(obj)
         except Exception:
@@ -887,6 +897,16 @@ def find_held_observations(
                 f"ABCDP could not inspect a {type(obj).__name__} the simulator refers to (through "
                 f"{path}), to check that it does not hold the observed data."
             ) from None
+        if depth >= MAX_DEPTH:
+            # (fail closed: what lies further away is not inspected, so it is not accepted)
+            if any(not isinstance(c, _LEAVES) and id(c) not in seen for _, c in referents):
+                raise UnsupportedModelError(
+                    f"The simulator refers to objects more than {MAX_DEPTH} references away "
+                    f"(through {path}), too far to check that none holds the observed data. "
+                    "Give the simulator only what it needs (a function of its parameters, "
+                    "public constants as arguments)."
+                )
+            continue
         for how, child in referents:
             if isinstance(child, _LEAVES) or id(child) in seen:
                 continue

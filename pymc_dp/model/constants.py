@@ -177,25 +177,22 @@ def scaled_identity(a: np.ndarray) -> bool:
                 and np.count_nonzero(a - np.diag(diagonal)) == 0)
 
 
-def has_rows(arrays, n: int, folded_ok: bool = False) -> bool:
+def has_rows(arrays, n: int) -> bool:
     """Whether some array (or constant) may hold one value per individual, whatever its
-    values: n entries along an axis, or n entries or more in any layout (a flattened
-    (n, k) array), unless it is c·I (:func:`scaled_identity`: a public ``np.eye(d)`` with
-    d² ≥ n). Values are not read otherwise: data whose entries happen to be equal would
-    pass, and one person's differing entry would decide.
+    values: n entries along an axis, or a multiple of n entries in another layout (a
+    flattened or reshaped (n, k) array), unless it is c·I (:func:`scaled_identity`: a public
+    ``np.eye(d)`` with d² = n). Values are not read: data whose entries happen to be equal
+    would pass, and one person's differing entry would decide.
 
-    ``folded_ok``: for the constants of a log-density PyMC built, which folds symbolic
-    arrays of the model as written (``pt.ones(n)``, ``pt.eye(n)``) into constants; one
-    holding one number (:func:`one_number`) does not count there (the graph as written
-    is checked as above).
+    A guard against per-person arrays written where data must not be, not a proof that an
+    array holds no data: a part of the data (fewer than n entries, or the data split into
+    pieces) or a number computed from it cannot be told from a constant of the analysis.
     """
     for a in arrays:
         value = np.asarray(a.data if isinstance(a, Constant) else a)
         if value.dtype == object or value.size <= 1:
             continue
-        if folded_ok and one_number(value):
-            continue
-        if n in value.shape or (value.size >= n and not scaled_identity(value)):
+        if n in value.shape or (value.size % n == 0 and not scaled_identity(value)):
             return True
     return False
 

@@ -255,7 +255,9 @@ class ModelChecks:
                 "privacy guarantee would not hold: give each row its own values (one row per "
                 "person on the leading axis). If it is a public constant (a design of the "
                 "analysis, a known covariance matrix), wrap it in pm.Data and "
-                "declare it with pymc_dp.public_data(...)."
+                "declare it with pymc_dp.public_data(...). Rows picked by a mask or an "
+                "index (x[event], for censored times) are one too: keep every person's row "
+                "in one observed variable (pm.Censored for censored times)."
             )
 
     def _check_priors_and_potentials(self):
@@ -280,9 +282,7 @@ class ModelChecks:
             logp = model.logp(vars=[rv])
             _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
-            if reads_any([logp], data_vars) or has_rows(
-                array_constants([logp], True), n, folded_ok=True
-            ):
+            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             # Its draws too (a CustomDist's random= may read what its logp does not): the
             # warm-up's start comes from prior draws (plausible_start).
@@ -310,11 +310,21 @@ class ModelChecks:
                 )
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
-                holds_data = reads_any([init], data_vars) or has_rows(
-                    array_constants([init], inner=True), n
+                # (a symbolic initial value reads constants only: a shared variable's value
+                # is nobody's to vouch for)
+                leaves = graph_inputs([init])
+                holds_data = (
+                    reads_any([init], data_vars)
+                    or any(not isinstance(v, Constant) for v in leaves)
+                    or has_rows(array_constants([init], inner=True), n)
                 )
+            elif init is None or isinstance(init, str):
+                holds_data = False  # (PyMC's own strategies: "support_point", "prior")
             else:
-                holds_data = isinstance(init, np.ndarray | list | tuple) and has_rows([init], n)
+                try:  # (a list, a tuple, a pandas Series: as numbers)
+                    holds_data = has_rows([np.asarray(init, dtype=float)], n)
+                except (TypeError, ValueError):
+                    holds_data = True  # (not numbers: cannot be checked)
             if holds_data:
                 raise UnsupportedModelError(
                     f"The initial value of {rv.name!r} is computed from data or is an array "

@@ -368,8 +368,11 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                                 ledger_dir=ledger_dir, pure=self.pure_dp)
 
         model = modelcontext(model)
+        # PyMC's own start as it is now, when the step checks it (set_initval later changes
+        # what model.initial_point() returns, not what was checked)
+        self._pymc_start = model.initial_point()
         if initial_point is None:
-            initial_point = model.initial_point()
+            initial_point = self._pymc_start
         self.private_model = self._make_adapter(model, vars, initial_point, compile_kwargs)
         private_deterministics = data_dependent_deterministics(model)
         if private_deterministics:
@@ -865,8 +868,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             ]
 
         # (PyMC starts at the model's own initial point, whose initial values were checked
-        # too, when the step was given another)
-        moved = away_from(checked) and away_from(pmodel.model.initial_point())
+        # too, when the step was given another: as it was then, not as set_initval made it)
+        moved = away_from(checked) and away_from(getattr(self, "_pymc_start", checked))
         if moved:
             raise UnsupportedModelError(
                 f"The chain would start away from the initial point the step checked, for "

@@ -265,6 +265,7 @@ class PrivateWarmup:
         self._view = AffineView(self.private_model)
         if self.warmup is None:
             return
+        self._refuse_per_person_parameters()
         try:
             self.private_model.check_gradient_rows()
         except UnsupportedModelError as err:
@@ -278,6 +279,28 @@ class PrivateWarmup:
             # (the graph's structure: every row's Hessian is zero but at its own kink)
             self.warmup = self.warmup.without_hessian_norms()
         self._sampling_mu_allotment(self.planned_chains)  # the warm-up's μ, until calibrated
+
+    def _refuse_per_person_parameters(self) -> None:
+        """Refuse, from shapes alone, a model with a free variable of one entry per person
+        (n entries or more; n − 1 on the value space of a zero-sum or simplex vector): the
+        warm-up would take every person's gradient in n coordinates (memory and compile
+        time that grow as n²), and one person's data inform each entry, which the privacy
+        noise is there to hide."""
+        n = self.private_model.n_data
+        per_person = [name for name, shape, *_ in self.private_model.point_map_info
+                      if int(np.prod(shape)) >= n - 1 > 1]
+        if per_person:
+            raise UnsupportedModelError(
+                f"{type(self).__name__}: the free variables {per_person} have one entry per "
+                f"person or more ({n} people). Each entry is informed by one person's data, "
+                "which the privacy noise hides, so its private posterior is close to its "
+                "prior; and the private warm-up that chooses the start, proposal shape and "
+                "clip bounds would take every person's gradient in that many coordinates "
+                "(memory and time growing as the square of the number of people). Integrate "
+                "the per-person effect out (a negative binomial for a Poisson with one "
+                "effect per observation, a Student-t for a normal with per-person scales), or "
+                "give the settings by hand and warmup=False. Nothing was reserved or read."
+            )
 
     def _warmup_share(self) -> float:
         return 0.0 if self.warmup is None else self.warmup.share

@@ -260,3 +260,21 @@ def test_a_chain_starts_at_the_steps_own_checked_initial_point():
         idata = pymc_dp.sample(step=step, chains=1, draws=3, tune=0, progressbar=False,
                                random_seed=0, compute_convergence_checks=False)
     assert idata["posterior"]["mu"].shape == (1, 3)
+
+
+def test_an_initial_value_set_after_the_step_was_built_is_refused_at_the_start():
+    # (a review) the start was compared with the model's initial point as it is at run
+    # time, which set_initval had changed after the step's checks: the data came out
+    n = 40
+    rng = np.random.default_rng(0)
+    x_obs = rng.normal(size=n)
+    with pm.Model() as model:
+        b = pm.Normal("b")
+        u = pm.Normal("u", 0, 1, shape=n)
+        pm.Normal("y", b + u, 1, observed=x_obs + rng.normal(size=n))
+        step = pymc_dp.DPPenalty(eps=0.5, clip_bound=5.0, scaling=0.01, method="mcmc",
+                                 warmup=False, chains=1)
+        model.set_initval(u, x_obs)
+        with pytest.raises(UnsupportedModelError, match="start away from the initial point"):
+            pymc_dp.sample(step=step, draws=3, tune=0, chains=1, random_seed=1,
+                           progressbar=False)
