@@ -729,15 +729,20 @@ def test_a_step_that_went_downhill_by_its_slopes_is_retried_where_the_slope_cros
         )
 
     assert _retry_radius(*pair((-70.0, 3.0)), _step(16.0)) == pytest.approx(2.0)
-    # Past the line's maximum but higher than the start (−190 > −200): kept.
-    assert _retry_radius(*pair((-9.5, 3.0)), _step(16.0)) is None
+    # Past the line's maximum but higher than the start (−190 > −200): it overshot (the
+    # maximum at 200 / 390 of the step, before two thirds), retried there. (Student-t
+    # degrees of freedom and scale from a far start: a step of twice the line's maximum
+    # landed where the model is wild, and the warm-up ended 54 posterior sds off.)
+    assert _retry_radius(*pair((-9.5, 3.0)), _step(16.0)) == pytest.approx(16 * 200 / 390)
+    # Past the maximum, which lies beyond two thirds of the step (200 / 290): kept.
+    assert _retry_radius(*pair((-4.5, 3.0)), _step(16.0)) is None
     # Far past it: the retry is never shorter than a sixteenth.
     assert _retry_radius(*pair((-250.0, 0.0)), _step(16.0)) == pytest.approx(1.0)
-    # Noise: each slope's sd is 2Cz ‖W⁻ᵀ move‖ = 2C × 11.18; the sum −1200 is taken as
-    # downhill when it lies more than three sds of the two slopes' sum below zero
-    # (C < 12.65), not otherwise.
-    assert _retry_radius(*pair((-70.0, 3.0), clip=12.5), _step(16.0)) is not None
-    assert _retry_radius(*pair((-70.0, 3.0), clip=12.8), _step(16.0)) is None
+    # Noise: each slope's sd is 2Cz ‖W⁻ᵀ move‖ = 2C × 11.18; s₀ + 2 s₁ = −2600 is taken
+    # as an overshoot when it lies more than three of its sds (√5 × 22.36 C) below zero
+    # (C < 17.33), not otherwise.
+    assert _retry_radius(*pair((-70.0, 3.0), clip=17.2), _step(16.0)) is not None
+    assert _retry_radius(*pair((-70.0, 3.0), clip=17.5), _step(16.0)) is None
     # Where the releases are on the likelihood's parameters (a lift), no slope is read.
     assert _retry_radius(*pair((-70.0, 3.0), lift=np.eye(2)), _step(16.0)) is None
     # A short step is never judged.
