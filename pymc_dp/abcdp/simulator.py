@@ -387,11 +387,11 @@ class SimulatorModel:
             raise UnsupportedModelError(
                 f"The simulator of {self.simulator_name!r} can reach the observed data, or "
                 f"an array that may hold them (through {where}: an array with one entry per "
-                "row of the observations, or a multiple of their number of entries, whatever "
-                "its values). ABCDP's "
-                "simulations are public and must not read the private observations: pass "
-                "public values as the simulator's parameters or compute them inside the "
-                "function (docs/abcdp.md, 'The simulator must not read the data')."
+                "row of the observations, or as many entries or more, whatever its values). "
+                "ABCDP's simulations are public and must not read the private observations: "
+                "pass small public values as the simulator's parameters and compute larger "
+                "ones inside the function (docs/abcdp.md, 'The simulator must not read the "
+                "data')."
             )
 
     def observed(self) -> np.ndarray:
@@ -750,6 +750,10 @@ def _code_globals(code: types.CodeType, namespace: dict) -> list[tuple[str, obje
 def _held_arrays(obj) -> list:
     """The arrays ``obj`` holds itself (not through references)."""
     if not _is_table(obj):
+        # (an object's numeric attributes: n of them hold an array as well as a list does)
+        state = getattr(obj, "__dict__", None)
+        if isinstance(state, dict) and not isinstance(obj, type | types.ModuleType):
+            return _numbers_among(state.values())
         return []
     try:  # a table: its columns (DataFrame), variables (Dataset) or values
         if hasattr(obj, "columns"):
@@ -805,9 +809,11 @@ def _(items):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return [np.asarray(list(items))]
+            value = np.asarray(list(items))
     except (ValueError, TypeError):  # ragged
         return _numbers_among(items)
+    # (rows of numbers with one of text, [(y_i,), …, ("x",)], come out as text)
+    return [value] if value.dtype.kind in "biufc" else _numbers_among(items)
 
 
 @_held_arrays.register(dict)
@@ -817,8 +823,26 @@ def _(mapping):
 
 
 def _numbers_among(items) -> list:
-    found = [i for i in items if isinstance(i, numbers.Real) and not isinstance(i, bool)]
-    return [np.asarray(found, dtype=float)] if len(found) > 1 else []
+    """The numbers among ``items`` and in the lists, tuples and sets among them (rows with
+    an odd one out: ``[[i, y_i], …] + [None]``), as one array."""
+    found, stack, seen = [], [iter(items)], 0
+    while stack and seen <= MAX_OBJECTS:
+        for item in stack[-1]:
+            seen += 1
+            if isinstance(item, numbers.Number) and not isinstance(item, bool):
+                found.append(item)
+            elif isinstance(item, list | tuple | set | frozenset):
+                stack.append(iter(item))
+                break
+        else:
+            stack.pop()
+    return [np.asarray(found)] if len(found) > 1 else []
+
+
+@_held_arrays.register(set)
+@_held_arrays.register(frozenset)
+def _(items):
+    return _numbers_among(items)
 
 
 # ---------------------------------------------------------------- the test
@@ -837,11 +861,11 @@ class _Observations:
 
     def held_by(self, a: np.ndarray) -> bool:
         """Whether ``a`` (or the array it is a view of) shares memory with the observations,
-        has an axis of length n (the rows) or a multiple of n entries in another layout (a
-        flattened copy): :func:`~pymc_dp.model.constants.has_rows`. Never by comparing
+        has n entries or more in any layout (the rows, a flattened copy):
+        :func:`~pymc_dp.model.constants.has_rows`. Never by comparing
         values: whether the model is refused would then depend on whether an array equals
         the data, one person's value deciding."""
-        if a.dtype.kind not in "biuf" or a.size == 0:
+        if a.dtype.kind not in "biufc" or a.size == 0:
             return False
         root = _root(a)
         for cand in (a,) if root is a else (a, root):
@@ -869,7 +893,7 @@ def find_held_observations(
     (numpy arrays, numeric lists, PyTensor constants and shared variables, pandas/xarray/polars
     columns) and those of ``extra``: an array may hold the observations if it, or the array it
     is a view of, may share memory with them or with ``model_arrays`` (the model's own copy),
-    has an axis of length n (their rows) or a multiple of n entries, whatever its values.
+    has n entries or more in any layout, whatever its values.
 
     Returns a short description of the path (names from the code, never values).
 
@@ -898,14 +922,8 @@ def find_held_observations(
                 f"{path}), to check that it does not hold the observed data."
             ) from None
         if depth >= MAX_DEPTH:
-            # (fail closed: what lies further away is not inspected, so it is not accepted)
-            if any(not isinstance(c, _LEAVES) and id(c) not in seen for _, c in referents):
-                raise UnsupportedModelError(
-                    f"The simulator refers to objects more than {MAX_DEPTH} references away "
-                    f"(through {path}), too far to check that none holds the observed data. "
-                    "Give the simulator only what it needs (a function of its parameters, "
-                    "public constants as arguments)."
-                )
+            # (not refused: ordinary objects reach that far, a logger's manager, nested
+            # configurations; documented as a blind spot)
             continue
         for how, child in referents:
             if isinstance(child, _LEAVES) or id(child) in seen:

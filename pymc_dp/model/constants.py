@@ -179,10 +179,11 @@ def scaled_identity(a: np.ndarray) -> bool:
 
 def has_rows(arrays, n: int) -> bool:
     """Whether some array (or constant) may hold one value per individual, whatever its
-    values: n entries along an axis, or a multiple of n entries in another layout (a
-    flattened or reshaped (n, k) array), unless it is c·I (:func:`scaled_identity`: a public
-    ``np.eye(d)`` with d² = n). Values are not read: data whose entries happen to be equal
-    would pass, and one person's differing entry would decide.
+    values: n entries or more in any layout (an axis of length n, a flattened or reshaped
+    (n, k) array, the data with an entry appended), unless it is c·I
+    (:func:`scaled_identity`: a public ``np.eye(d)`` with d² ≥ n). Values are not read:
+    data whose entries happen to be equal would pass, and one person's differing entry
+    would decide. A public array that large is declared with ``pymc_dp.public_data``.
 
     A guard against per-person arrays written where data must not be, not a proof that an
     array holds no data: a part of the data (fewer than n entries, or the data split into
@@ -192,7 +193,7 @@ def has_rows(arrays, n: int) -> bool:
         value = np.asarray(a.data if isinstance(a, Constant) else a)
         if value.dtype == object or value.size <= 1:
             continue
-        if n in value.shape or (value.size % n == 0 and not scaled_identity(value)):
+        if n in value.shape or (value.size >= n and not scaled_identity(value)):
             return True
     return False
 

@@ -47,8 +47,9 @@ _PRIOR_READS_DATA = (
     "errors-in-variables prior x_true ~ Normal(x_obs, ...) releases x_obs): model such "
     "values as observed variables (x_obs ~ Normal(x_true, ...), observed). A public "
     "constant shared by every individual is written as a scalar (mu=0 with shape=n, not "
-    "np.zeros(n)) or built in the model (a=pt.ones(k)): an array of n entries or more, "
-    "even all equal, cannot be told from data."
+    "np.zeros(n)): an array of n entries or more, even all equal, cannot be told from "
+    "data. A public array that large (a design of the analysis) is passed as pm.Data "
+    "declared with pymc_dp.public_data(...)."
 )
 
 
@@ -327,13 +328,13 @@ class ModelChecks:
                     holds_data = True  # (not numbers: cannot be checked)
             if holds_data:
                 raise UnsupportedModelError(
-                    f"The initial value of {rv.name!r} is computed from data or is an array "
-                    "with one entry per individual; it would be released as the chain's "
-                    "first draws, without noise. Initial values must be public: leave them "
-                    "to PyMC, or give arrays of the variable's own shape that are not per "
-                    "individual; an array with one entry per individual, even all equal "
-                    "(np.zeros(n)), cannot be told from data and is refused: use a scalar "
-                    "prior mean and PyMC's start instead."
+                    f"The initial value of {rv.name!r} is computed from data, reads a shared "
+                    "variable, or is an array of one entry per individual or more; it would "
+                    "be released as the chain's first draws, without noise. Initial values "
+                    "must be public: leave them to PyMC, or give NumPy arrays of fewer "
+                    "entries than individuals; an array of n entries or more, even all "
+                    "equal (np.zeros(n)), cannot be told from data and is refused: use a "
+                    "scalar prior mean and PyMC's start instead."
                 )
         # (a backstop for the step's initial_point=: PyMC's own initial point is computed
         # from the priors and initial values checked above alone, so a per-individual

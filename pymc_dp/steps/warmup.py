@@ -292,7 +292,8 @@ class PrivateWarmup:
         if per_person:
             raise UnsupportedModelError(
                 f"{type(self).__name__}: the free variables {per_person} have one entry per "
-                f"person or more ({n} people). Each entry is informed by one person's data, "
+                f"person or more ({n} people: as many entries as people, or one fewer). "
+                "Each entry is then informed by about one person's data, "
                 "which the privacy noise hides, so its private posterior is close to its "
                 "prior; and the private warm-up that chooses the start, proposal shape and "
                 "clip bounds would take every person's gradient in that many coordinates "

@@ -343,15 +343,35 @@ def test_a_per_person_array_met_only_in_a_priors_density_is_refused_whatever_its
         PrivateModel(m)
 
 
-def test_public_arrays_of_other_sizes_are_not_taken_for_per_person_values():
-    # (a review: refused when any array of n entries or more counted) n = 30 people; a
-    # public 6 × 6 covariance (36 entries), a trend of 45 points
-    cov = 0.5 ** np.abs(np.subtract.outer(np.arange(6), np.arange(6)))
+def test_the_data_with_an_entry_appended_is_refused_in_a_prior():
+    # (a third review) counting multiples of n let n + 1 entries through: a scalar prior,
+    # a mixture over every person's value, released each person's value to 1e-4
     with pm.Model() as m:
-        b = pm.MvNormal("b", mu=np.zeros(6), cov=cov)
-        trend = pm.Normal("trend", np.linspace(0, 1, 45), 1.0)
-        pm.Normal("y", pt.sum(b) + pt.sum(trend), 1, observed=Y)
-    PrivateModel(m)
+        b = pm.NormalMixture("b", w=np.full(N + 1, 1 / (N + 1)), mu=np.append(Y, 0.0),
+                             sigma=1e-4)
+        pm.Normal("y", b, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="prior of 'b' depends on data"):
+        PrivateModel(m)
+
+
+def test_public_arrays_of_n_entries_or_more_are_passed_as_public_data():
+    # n = 30 people: a public 6 × 6 covariance (36 entries) written as a NumPy array is
+    # refused (it cannot be told from data); declared public it is accepted, and arrays of
+    # fewer entries than people need nothing
+    cov = 0.5 ** np.abs(np.subtract.outer(np.arange(6), np.arange(6)))
+    for declared in (False, True):
+        with pm.Model() as m:
+            c = pm.Data("cov", cov) if declared else cov
+            if declared:
+                pymc_dp.public_data(c)
+            b = pm.MvNormal("b", mu=np.zeros(6), cov=c)
+            trend = pm.Normal("trend", np.linspace(0, 1, 20), 1.0)
+            pm.Normal("y", pt.sum(b) + pt.sum(trend), 1, observed=Y)
+        if declared:
+            PrivateModel(m)
+        else:
+            with pytest.raises(UnsupportedModelError, match="public_data"):
+                PrivateModel(m)
 
 
 @pytest.mark.parametrize("how", ["shared variable", "pandas-like list"])

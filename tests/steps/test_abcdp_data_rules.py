@@ -217,7 +217,16 @@ HOLDING = {
     # (review of session 36: the numbers among other items, and a walk that gave up)
     "closure, a dict of the values by position": _closure_over(dict(enumerate(Y))),
     "closure, the values and a None": _closure_over([*Y, None]),
-    "closure, nested deeper than the walk goes": _closure_over([[[[[[[Y.copy()]]]]]]]),
+    # (a third review: a set, complex values, numeric attributes, rows with an odd one
+    # out, and the data with an entry appended)
+    "closure, a set of the values": _closure_over(set(Y)),
+    "closure, complex values": _closure_over(Y.astype(complex)),
+    "closure, an object with the values as attributes": _closure_holding(
+        types.SimpleNamespace(**{f"v{i}": float(v) for i, v in enumerate(Y)})
+    ),
+    "closure, rows and an odd one out": _closure_over([[i, v] for i, v in enumerate(Y)] + [None]),
+    "closure, rows and one of text": _closure_over([(v,) for v in Y] + [("x",)]),
+    "closure, the values and one more": _closure_over(np.append(Y, 0.0)),
 }
 
 
