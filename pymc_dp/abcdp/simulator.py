@@ -750,11 +750,18 @@ def _code_globals(code: types.CodeType, namespace: dict) -> list[tuple[str, obje
 def _held_arrays(obj) -> list:
     """The arrays ``obj`` holds itself (not through references)."""
     if not _is_table(obj):
-        # (an object's numeric attributes: n of them hold an array as well as a list does)
-        state = getattr(obj, "__dict__", None)
-        if isinstance(state, dict) and not isinstance(obj, type | types.ModuleType):
-            return _numbers_among(state.values())
-        return []
+        # (an object's numeric attributes: n of them hold an array as well as a list does;
+        # its lists are walked as objects of their own)
+        if isinstance(obj, type | types.ModuleType):
+            return []
+        try:
+            state = getattr(obj, "__dict__", None)
+        except Exception:
+            raise UnsupportedModelError(
+                f"ABCDP could not read the state of a {type(obj).__name__} the simulator "
+                "refers to, to check that it does not hold the observed data."
+            ) from None
+        return _numbers_among(state.values(), nested=False) if isinstance(state, dict) else []
     try:  # a table: its columns (DataFrame), variables (Dataset) or values
         if hasattr(obj, "columns"):
             return [np.asarray(obj[c]) for c in obj.columns]
@@ -822,21 +829,30 @@ def _(mapping):
     return [*_numbers_among(mapping.values()), *_numbers_among(mapping.keys())]
 
 
-def _numbers_among(items) -> list:
-    """The numbers among ``items`` and in the lists, tuples and sets among them (rows with
-    an odd one out: ``[[i, y_i], …] + [None]``), as one array."""
-    found, stack, seen = [], [iter(items)], 0
-    while stack and seen <= MAX_OBJECTS:
+def _numbers_among(items, nested: bool = True) -> list:
+    """How many numbers there are among ``items`` and, if ``nested``, in the lists, tuples,
+    sets and dicts among them (rows with an odd one out: ``[[i, y_i], …] + [None]``,
+    records ``[{"id": i, "y": y_i}, …]``), as an
+    array of that many entries: the test reads sizes only, so their types (a ``Decimal``,
+    a 128-bit integer) do not matter. Refused past ``MAX_OBJECTS`` items (fail closed)."""
+    count, stack, seen = 0, [iter(items)], 0
+    while stack:
         for item in stack[-1]:
             seen += 1
+            if seen > MAX_OBJECTS:
+                raise UnsupportedModelError(
+                    f"The simulator refers to a container of more than {MAX_OBJECTS} items, "
+                    "too many to check that none holds the observed data. Give the "
+                    "simulator only what it needs (public constants as arguments)."
+                )
             if isinstance(item, numbers.Number) and not isinstance(item, bool):
-                found.append(item)
-            elif isinstance(item, list | tuple | set | frozenset):
-                stack.append(iter(item))
+                count += 1
+            elif nested and isinstance(item, list | tuple | set | frozenset | dict):
+                stack.append(iter(item.values() if isinstance(item, dict) else item))
                 break
         else:
             stack.pop()
-    return [np.asarray(found)] if len(found) > 1 else []
+    return [np.empty(count)] if count > 1 else []
 
 
 @_held_arrays.register(set)
@@ -865,6 +881,8 @@ class _Observations:
         :func:`~pymc_dp.model.constants.has_rows`. Never by comparing
         values: whether the model is refused would then depend on whether an array equals
         the data, one person's value deciding."""
+        if a.dtype == object:  # (Python numbers in an array: y.astype(object), rows)
+            return has_rows(_numbers_among(a.ravel().tolist()), self.n)
         if a.dtype.kind not in "biufc" or a.size == 0:
             return False
         root = _root(a)

@@ -267,11 +267,11 @@ class ModelChecks:
         They enter a release without noise: the prior and potential terms are added to
         every acceptance ratio as they are, and the initial point is where the chain starts
         (and what it returns while no proposal is accepted). Besides observed values and
-        containers that are not declared public, a NumPy array with n entries along some
-        axis is data here (an errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``,
-        ``initval=x_obs``), even when its entries are equal. The initial point passes one
-        only where it equals PyMC's own initial point, computed from the values checked
-        here.
+        containers that are not declared public, a NumPy array of n entries or more in any
+        layout (:func:`~pymc_dp.model.constants.has_rows`) is data here (an
+        errors-in-variables prior ``x_true ~ Normal(x_obs, ...)``, ``initval=x_obs``), even
+        when its entries are equal. The initial point passes one only where it equals
+        PyMC's own initial point, computed from the values checked here.
         """
         model = self.model
         n = self.n_data
@@ -343,7 +343,7 @@ class ModelChecks:
         for name, value in self._initial_point.items():
             # (on the value space: a transform may drop an entry per axis, a zero-sum or
             # simplex vector of one entry per individual has n - 1)
-            if not (has_rows([value], n) or has_rows([value], n - 1)):
+            if not has_rows([value], n - 1):
                 continue
             own = self.model.initial_point() if own is None else own
             if name not in own or not np.array_equal(np.asarray(value), own[name]):

@@ -281,18 +281,20 @@ class PrivateWarmup:
         self._sampling_mu_allotment(self.planned_chains)  # the warm-up's μ, until calibrated
 
     def _refuse_per_person_parameters(self) -> None:
-        """Refuse, from shapes alone, a model with a free variable of one entry per person
-        (n entries or more; n − 1 on the value space of a zero-sum or simplex vector): the
-        warm-up would take every person's gradient in n coordinates (memory and compile
-        time that grow as n²), and one person's data inform each entry, which the privacy
-        noise is there to hide."""
-        n = self.private_model.n_data
-        per_person = [name for name, shape, *_ in self.private_model.point_map_info
-                      if int(np.prod(shape)) >= n - 1 > 1]
-        if per_person:
+        """Refuse, from shapes alone, a model with about as many free parameters as people
+        or more (n − 1: a zero-sum or simplex vector of one entry per person on the value
+        space; also split over several variables): the warm-up would take every person's
+        gradient in n coordinates (memory and compile time that grow as n²), and one
+        person's data inform each entry, which the privacy noise is there to hide."""
+        pmodel = self.private_model
+        n = pmodel.n_data
+        if pmodel.dim >= n - 1 > 1:
+            per_person = [name for name, shape, *_ in pmodel.point_map_info
+                          if int(np.prod(shape)) > 1]
             raise UnsupportedModelError(
-                f"{type(self).__name__}: the free variables {per_person} have one entry per "
-                f"person or more ({n} people: as many entries as people, or one fewer). "
+                f"{type(self).__name__}: the free variables {per_person} have, together, "
+                f"about one entry per person or more ({pmodel.dim} parameters for {n} "
+                "people). "
                 "Each entry is then informed by about one person's data, "
                 "which the privacy noise hides, so its private posterior is close to its "
                 "prior; and the private warm-up that chooses the start, proposal shape and "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import array
 import collections
+import decimal
 import functools
 import itertools
 import logging
@@ -227,6 +228,10 @@ HOLDING = {
     "closure, rows and an odd one out": _closure_over([[i, v] for i, v in enumerate(Y)] + [None]),
     "closure, rows and one of text": _closure_over([(v,) for v in Y] + [("x",)]),
     "closure, the values and one more": _closure_over(np.append(Y, 0.0)),
+    # (a fourth review: numbers of other types, an object array, records)
+    "closure, rows of decimals": _closure_over([(i, decimal.Decimal(v)) for i, v in enumerate(Y)]),
+    "closure, an object array": _closure_over(Y.astype(object)),
+    "closure, records": _closure_over([{"id": i, "y": v} for i, v in enumerate(Y)]),
 }
 
 
@@ -301,6 +306,19 @@ ORDINARY = {
     "partial with public keyword": functools.partial(_with_data, data=np.zeros(3)),
     "method of an object without data": _Holder(None).simulate,
 }
+
+
+def test_a_simulator_reaching_an_object_whose_state_cannot_be_read_is_refused(tmp_path):
+    class Lazy:
+        def __getattribute__(self, name):
+            if name == "__dict__":
+                raise RuntimeError("not configured yet")
+            return object.__getattribute__(self, name)
+
+    ledger = tmp_path / "ledger"
+    with pytest.raises(UnsupportedModelError, match="could not read the state of a Lazy"):
+        build(model_of(_closure_holding(Lazy())), ledger)
+    assert no_ledger(ledger)
 
 
 def test_a_simulator_reaching_an_iterator_it_cannot_see_into_is_refused(tmp_path):

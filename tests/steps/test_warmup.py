@@ -1190,8 +1190,8 @@ def test_a_likelihood_with_a_kink_in_every_row_recovers_the_exact_posterior(step
 
 
 @pytest.mark.parametrize("step_class, match", [
-    ("DPPenalty", r"\['z'\] have one entry per"),
-    ("DPHMC", r"\['z'\] have one entry per"),
+    ("DPPenalty", r"\['z'\] have, together, about one entry per person"),
+    ("DPHMC", r"\['z'\] have, together, about one entry per person"),
     # (minibatch steps: z cannot follow a batch of rows, refused as before)
     ("DPBarker", "batch of rows"),
     ("MinibatchDPPenalty", "batch of rows"),
