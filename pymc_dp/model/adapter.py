@@ -123,9 +123,11 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
     ):
         model = modelcontext(model)
         self.model = model
-        if initial_point is None:
-            initial_point = model.initial_point()
-        self._initial_point = initial_point
+        # PyMC's own start as it is when the model is checked: a chain may start there or at
+        # the given point, both checked; set_initval later changes what
+        # model.initial_point() returns, not what was checked
+        self._pymc_start = model.initial_point()
+        self._initial_point = self._pymc_start if initial_point is None else initial_point
         given = (
             list(model.value_vars)
             if vars is None
@@ -152,7 +154,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
         ]
         self.deterministics_reading_data = data_dependent_deterministics(model)
 
-        raveled = DictToArrayBijection.map({v.name: initial_point[v.name] for v in value_vars})
+        raveled = DictToArrayBijection.map({v.name: self._initial_point[v.name] for v in value_vars})
         self.point_map_info = raveled.point_map_info
         self.dim = int(raveled.data.size)
 

@@ -339,13 +339,12 @@ class ModelChecks:
         # (a backstop for the step's initial_point=: PyMC's own initial point is computed
         # from the priors and initial values checked above alone, so a per-individual
         # array equal to its entry is public; any other, even all equal, is refused)
-        own = None
+        own = self._pymc_start
         for name, value in self._initial_point.items():
             # (on the value space: a transform may drop an entry per axis, a zero-sum or
             # simplex vector of one entry per individual has n - 1)
             if not has_rows([value], n - 1):
                 continue
-            own = self.model.initial_point() if own is None else own
             if name not in own or not np.array_equal(np.asarray(value), own[name]):
                 raise UnsupportedModelError(
                     f"The initial point's value of {name!r} has one entry per individual "

@@ -368,12 +368,8 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                                 ledger_dir=ledger_dir, pure=self.pure_dp)
 
         model = modelcontext(model)
-        # PyMC's own start as it is now, when the step checks it (set_initval later changes
-        # what model.initial_point() returns, not what was checked)
-        self._pymc_start = model.initial_point()
-        if initial_point is None:
-            initial_point = self._pymc_start
         self.private_model = self._make_adapter(model, vars, initial_point, compile_kwargs)
+        self._check_adapter()
         private_deterministics = data_dependent_deterministics(model)
         if private_deterministics:
             warn(
@@ -869,7 +865,7 @@ class PrivateStep(FixedSettings, ArrayStepShared):
 
         # (PyMC starts at the model's own initial point, whose initial values were checked
         # too, when the step was given another: as it was then, not as set_initval made it)
-        moved = away_from(checked) and away_from(getattr(self, "_pymc_start", checked))
+        moved = away_from(checked) and away_from(getattr(pmodel, "_pymc_start", checked))
         if moved:
             raise UnsupportedModelError(
                 f"The chain would start away from the initial point the step checked, for "
@@ -901,6 +897,10 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         """The chains' events from the sample stats this step declares; ``None`` if they are
         not there. Each step family reads its own privacy stats (its schema's one owner)."""
         return None
+
+    def _check_adapter(self) -> None:
+        """Refuse, from the adapter's shapes, what the step cannot run, before it compiles
+        anything of its own (nothing by default)."""
 
     def _mu_shared_warmup(self) -> float:
         """μ of the warm-up the run's chains share (none by default), for the trace's stats."""

@@ -265,7 +265,6 @@ class PrivateWarmup:
         self._view = AffineView(self.private_model)
         if self.warmup is None:
             return
-        self._refuse_per_person_parameters()
         try:
             self.private_model.check_gradient_rows()
         except UnsupportedModelError as err:
@@ -279,6 +278,11 @@ class PrivateWarmup:
             # (the graph's structure: every row's Hessian is zero but at its own kink)
             self.warmup = self.warmup.without_hessian_norms()
         self._sampling_mu_allotment(self.planned_chains)  # the warm-up's μ, until calibrated
+
+    def _check_adapter(self) -> None:
+        super()._check_adapter()
+        if getattr(self, "warmup", None) is not None:  # (before batches or gradients compile)
+            self._refuse_per_person_parameters()
 
     def _refuse_per_person_parameters(self) -> None:
         """Refuse, from shapes alone, a model with about as many free parameters as people

@@ -1189,16 +1189,8 @@ def test_a_likelihood_with_a_kink_in_every_row_recovers_the_exact_posterior(step
     assert np.all(np.abs(np.log(got.std(axis=1) / sds)) < np.log(1.3))
 
 
-@pytest.mark.parametrize("step_class, match", [
-    ("DPPenalty", r"\['z'\] have, together, about one entry per person"),
-    ("DPHMC", r"\['z'\] have, together, about one entry per person"),
-    # (minibatch steps: z cannot follow a batch of rows, refused as before)
-    ("DPBarker", "batch of rows"),
-    ("MinibatchDPPenalty", "batch of rows"),
-])
-def test_a_free_variable_with_one_entry_per_person_is_refused_before_the_warm_up(
-    step_class, match
-):
+@pytest.mark.parametrize("step_class", ["DPPenalty", "DPHMC", "DPBarker", "MinibatchDPPenalty"])
+def test_a_free_variable_with_one_entry_per_person_is_refused_before_the_warm_up(step_class):
     # (a new user's trial) an observation-level effect: the warm-up's per-datum gradients
     # in n + 3 coordinates took minutes to compile at n = 100 and gigabytes at n = 10⁴
     n = 60
@@ -1208,7 +1200,14 @@ def test_a_free_variable_with_one_entry_per_person_is_refused_before_the_warm_up
         z = pm.Normal("z", 0, 1, dims="obs")
         x = pm.Data("x", rng.normal(size=n), dims="obs")
         pm.Poisson("y", pm.math.exp(a + b * x + 0.5 * z), observed=rng.poisson(2.0, n))
-        with pytest.raises(pymc_dp.UnsupportedModelError, match=match):
+        # (the same reason from every step, before gradients or batches are compiled)
+        with pytest.raises(
+            pymc_dp.UnsupportedModelError,
+            match=rf"^{step_class}: the free variables \['z'\] have, together, about one",
+        ):
             getattr(pymc_dp, step_class)(eps=1.0)
         # (settings by hand, no warm-up: the user's choice)
         pymc_dp.DPPenalty(eps=1.0, clip_bound=1.0, warmup=False)
+        # (a minibatch step cannot follow z over a batch of rows: refused as before)
+        with pytest.raises(pymc_dp.UnsupportedModelError, match="batch of rows"):
+            pymc_dp.MinibatchDPPenalty(eps=1.0, clip_bound=1.0, warmup=False)
