@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc.logprob.basic import icdf
 from pymc.pytensorf import join_nonshared_inputs
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
@@ -29,6 +28,7 @@ from pytensor.graph.traversal import graph_inputs
 
 from pymc_dp.model.constants import constant_uses
 from pymc_dp.model.data import numeric_value, reads_any
+from pymc_dp.model.inverse_cdfs import inverse_cdf
 from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
 from pymc_dp.model.graphs import (
     compile_function, rebuild_graph, withholding_details, without_checks_on,
@@ -76,7 +76,7 @@ class Replicates:
             u = pt.tensor(dtype="float64", shape=(None, *value.type.shape[1:]),
                           name=f"uniform_{len(slots)}")
             try:
-                outcome = icdf(rv, u)
+                outcome = inverse_cdf(rv, u)
             except NotImplementedError:
                 return None
             slots.append(where[value])
