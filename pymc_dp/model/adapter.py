@@ -127,7 +127,10 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
         # the given point, both checked; set_initval later changes what
         # model.initial_point() returns, not what was checked
         self._pymc_start = model.initial_point()
-        self._initial_point = self._pymc_start if initial_point is None else initial_point
+        self._initial_point = (
+            self._pymc_start if initial_point is None
+            else _as_numbers(initial_point, self._pymc_start)
+        )
         given = (
             list(model.value_vars)
             if vars is None
@@ -314,3 +317,18 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
         """Inverse of :meth:`ravel`."""
         return DictToArrayBijection.rmap(RaveledVars(q, self.point_map_info))
 
+
+def _as_numbers(point: dict, like: dict) -> dict:
+    """``point`` with every value a NumPy array of its variable's dtype: what is checked is
+    what the chain starts from (an array-like could show the checks one thing, NumPy
+    another)."""
+    out = {}
+    for name, value in point.items():
+        dtype = np.asarray(like[name]).dtype if name in like else float
+        try:
+            out[name] = np.array(value, dtype=dtype)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"The initial point's value of {name!r} is not an array of numbers."
+            ) from None
+    return out

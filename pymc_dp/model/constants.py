@@ -28,6 +28,8 @@ from pymc_dp.model.row_locality import NotRowLocal, datum_axes, inner_graph_outp
 __all__ = [
     "array_constants",
     "inner_graph_outputs",
+    "constant_expressions",
+    "arrays_written",
     "constant_uses",
     "may_hold_people",
     "one_number",
@@ -57,6 +59,77 @@ def array_constants(graph_outputs: Sequence[Variable], inner: bool = False) -> l
             if isinstance(a, Constant) and getattr(a, "ndim", 0) > 0 and np.size(a.data) > 1
         )
     )
+
+
+def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False) -> list:
+    """Stand-ins for the arrays that expressions of constants alone build.
+
+    Data written as n scalar constants and stacked (``pt.stack``), or as pieces joined
+    (``pt.concatenate`` of two halves), is an array of n entries all the same, yet no
+    constant of the graph holds more than a piece. For each expression of one dimension or
+    more computed from constants alone that the rest of the graph reads (or that is an
+    output), an empty array of as many entries as the constants its operations take hold
+    numbers (each operation counted once, each of its inputs as often as it takes it, so
+    that equal constants merged into one still count; shapes, sizes and indices not
+    counted: ``pt.zeros(n)`` builds n entries from one number; c·I is one number). Values are never read:
+    :func:`has_rows` counts the stand-ins by size like array constants. With ``inner``,
+    also inside the inner graphs of its Ops.
+
+    Examples
+    --------
+    >>> import pytensor.tensor as pt
+    >>> x = pt.scalar("x")
+    >>> [a.size for a in constant_expressions([x + pt.stack([pt.constant(1.0)] * 5)])]
+    [5]
+    >>> constant_expressions([x + pt.zeros(5)])
+    []
+    """
+    found, graphs, seen = [], [list(graph_outputs)], set()
+    while graphs:
+        outs = graphs.pop()
+        made_by = {}  # variable computed from constants alone -> its node
+        readers = []  # nodes that read such a variable and something else
+        for node in io_toposort(graph_inputs(outs), outs):
+            inner_outs = inner_graph_outputs(node.op) if inner else None
+            if inner_outs and id(node.op) not in seen:
+                seen.add(id(node.op))
+                graphs.append(inner_outs)
+            if node.inputs and all(isinstance(i, Constant) or i in made_by for i in node.inputs):
+                made_by.update(dict.fromkeys(node.outputs, node))
+            else:
+                readers.append(node)
+        read = [i for node in readers for i in node.inputs if i in made_by]
+        for var in dict.fromkeys([*read, *(o for o in outs if o in made_by)]):
+            if getattr(var, "ndim", 0) > 0:
+                count = _numbers_taken(made_by[var], made_by)
+                if count > 1:
+                    found.append(np.empty(count))
+    return found
+
+
+def _numbers_taken(node, made_by) -> int:
+    """Numbers the constant inputs of ``node`` and of the nodes it is computed from hold,
+    each node once, shapes, sizes and indices left out."""
+    count, nodes, seen = 0, [node], {node}
+    while nodes:
+        node = nodes.pop()
+        skip = _structural_inputs(node)
+        for k, i in enumerate(node.inputs):
+            if k in skip:
+                continue
+            if isinstance(i, Constant):  # (c·I is one number, as in has_rows)
+                data = np.asarray(i.data)
+                count += 1 if data.dtype != object and scaled_identity(data) else data.size
+            elif made_by[i] not in seen:
+                seen.add(made_by[i])
+                nodes.append(made_by[i])
+    return count
+
+
+def arrays_written(graph_outputs: Sequence[Variable], inner: bool = False) -> list:
+    """The arrays a graph holds as written: its array constants (:func:`array_constants`)
+    and stand-ins for those built from constants alone (:func:`constant_expressions`)."""
+    return [*array_constants(graph_outputs, inner), *constant_expressions(graph_outputs, inner)]
 
 
 def constant_uses(outputs: Sequence[Variable], blockers=()):

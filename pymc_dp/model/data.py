@@ -168,18 +168,18 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
     out and :func:`pymc_dp.release` strips them. One counts if it reads a private data
     variable (:func:`private_data_variables`: containers declared public with
-    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs
+    :func:`public_data` are not), an array constant anywhere in its graph (or one built from constants alone), inner graphs
     included (NumPy arrays written into the model may be data), or the length of a
     dimension no variable has (:func:`read_unshaped_lengths`: it may be a count of data).
     """
-    from pymc_dp.model.constants import array_constants
+    from pymc_dp.model.constants import arrays_written
 
     model = modelcontext(model)
     data_vars = private_data_variables(model) + unshaped_lengths(model)
     names = []
     for d in model.deterministics:
         graph = model.replace_rvs_by_values([d])
-        if reads_any(graph, data_vars) or array_constants(graph, inner=True):
+        if reads_any(graph, data_vars) or arrays_written(graph, inner=True):
             names.append(d.name)
     return names
 

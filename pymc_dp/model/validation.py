@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from pymc.initial_point import make_initial_point_expression
 from pymc.vartypes import continuous_types
 from pymc.logprob.abstract import _logprob
 from pytensor.compile.sharedvalue import SharedVariable
@@ -31,6 +32,8 @@ from pymc_dp.model.data import (
 )
 from pymc_dp.model.constants import (
     array_constants,
+    arrays_written,
+    constant_expressions,
     constant_uses,
     cross_row_constant_expression,
     has_rows,
@@ -283,7 +286,8 @@ class ModelChecks:
             logp = model.logp(vars=[rv])
             _refuse_foreign_ops([logp], f"The prior of {rv.name!r}")
             as_written = [c for c, _, _ in constant_uses([rv], blockers=free - {rv})]
-            if reads_any([logp], data_vars) or has_rows(array_constants([logp], True), n):
+            as_written += constant_expressions([rv])
+            if reads_any([logp], data_vars) or has_rows(arrays_written([logp], True), n):
                 raise UnsupportedModelError(_PRIOR_READS_DATA.format(rv.name))
             # Its draws too (a CustomDist's random= may read what its logp does not): the
             # warm-up's start comes from prior draws (plausible_start).
@@ -302,12 +306,13 @@ class ModelChecks:
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
             _refuse_foreign_ops(graph, f"pm.Potential {pot.name!r}")
-            if reads_any(graph, data_vars) or array_constants(graph, inner=True):
+            if reads_any(graph, data_vars) or arrays_written(graph, inner=True):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
                     "variable or an array constant. Potentials are added without noise, so "
                     "they must not hold data; express data terms as observed variables "
-                    "(scalar constants are fine)."
+                    "(scalar constants are fine; arrays, also those stacked or joined from "
+                    "scalars or pieces, are not)."
                 )
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
@@ -317,10 +322,20 @@ class ModelChecks:
                 holds_data = (
                     reads_any([init], data_vars)
                     or any(not isinstance(v, Constant) for v in leaves)
-                    or has_rows(array_constants([init], inner=True), n)
+                    or has_rows(arrays_written([init], inner=True), n)
+                )
+            elif isinstance(init, str) and init != "support_point":
+                # ("prior" draws each chain's start anew, by the variable's random=, which
+                # may be a closure: nothing to check, and never the start that was checked)
+                raise UnsupportedModelError(
+                    f"The initial value of {rv.name!r} is the strategy {init!r}, which draws "
+                    "each chain's start at run time: the start is released as the chain's "
+                    "first draws, without noise, and must be checked when the step is "
+                    "built. Leave initval out (the warm-up picks the start privately) or "
+                    "give a public number."
                 )
             elif init is None or isinstance(init, str):
-                holds_data = False  # (PyMC's own strategies: "support_point", "prior")
+                holds_data = False  # (PyMC's own start: its expression is checked below)
             else:
                 try:  # (a list, a tuple, a pandas Series: as numbers)
                     holds_data = has_rows([np.asarray(init, dtype=float)], n)
@@ -336,6 +351,21 @@ class ModelChecks:
                     "equal (np.zeros(n)), cannot be told from data and is refused: use a "
                     "scalar prior mean and PyMC's start instead."
                 )
+        # PyMC's own start: the initial values checked above, or the variables' support
+        # points, which a CustomDist computes with a function of the user's (a closure may
+        # hold data, as its logp's may)
+        start = make_initial_point_expression(
+            free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
+            initval_strategies=model.rvs_to_initial_values,
+        )
+        if reads_any(start, data_vars) or has_rows(arrays_written(start, inner=True), n):
+            raise UnsupportedModelError(
+                "PyMC's initial point of this model (the variables' support points, e.g. "
+                "a pm.CustomDist's support_point=) reads data or an array of one entry "
+                "per individual or more; it would be released as the "
+                "chain's first draws, without noise. Give public initial values with "
+                "initval= (scalars, or arrays of fewer entries than individuals)."
+            )
         # (a backstop for the step's initial_point=: PyMC's own initial point is computed
         # from the priors and initial values checked above alone, so a per-individual
         # array equal to its entry is public; any other, even all equal, is refused)

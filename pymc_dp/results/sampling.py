@@ -121,6 +121,13 @@ def sample(
     steps = _private_steps(step)
     if kwargs.get("return_inferencedata") is False or kwargs.get("trace") is not None:
         raise ValueError("pymc_dp.sample returns a DataTree; use pm.sample for other outputs.")
+    if kwargs.get("initvals") is not None:
+        # (refused here, before the run's warm-up is reserved; the chains would refuse a
+        # start away from the checked one only after it was)
+        for s in steps:
+            check = getattr(s, "refuse_unchecked_initvals", None)
+            if check is not None:
+                check(kwargs["initvals"])
     idata_kwargs = dict(kwargs.pop("idata_kwargs", None) or {})
     if idata_kwargs.get("log_likelihood"):
         raise ValueError("Log-likelihoods are exact functions of the data; they are never released.")

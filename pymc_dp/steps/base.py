@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from pymc.blocking import DictToArrayBijection, RaveledVars
+from pymc.initial_point import make_initial_point_fn
 from pymc.model import modelcontext
 from pymc.pytensorf import make_shared_replacements
 from pymc.sampling.parallel import _cpu_count
@@ -842,6 +843,19 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         # compares like with like: any change another step makes to those values is seen.
         self._last_q = DictToArrayBijection.map(DictToArrayBijection.rmap(returned)).data.copy()
         return returned, [stats]
+
+    def refuse_unchecked_initvals(self, initvals) -> None:
+        """Refuse ``initvals`` (as ``pm.sample`` takes them: a dict, or one per chain) that
+        would start a chain away from the point this step checked; before anything is
+        reserved (``pymc_dp.sample`` calls it first, the chains check again)."""
+        if getattr(self.private_model, "_initial_point", None) is None:
+            return  # (a step that checks no start: ABCDP draws from the prior)
+        model = self.private_model.model
+        for chain_initvals in initvals if isinstance(initvals, list | tuple) else [initvals]:
+            start = make_initial_point_fn(
+                model=model, overrides=chain_initvals, jitter_rvs=set(), return_transformed=True
+            )(0)
+            self._refuse_unchecked_start(DictToArrayBijection.map(start))
 
     def _refuse_unchecked_start(self, q0: RaveledVars) -> None:
         """Refuse a chain started anywhere but at the initial point the step checked when it

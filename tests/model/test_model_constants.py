@@ -384,3 +384,80 @@ def test_an_initial_value_that_is_not_a_plain_constant_is_checked(how):
         pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
     with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
         PrivateModel(m)
+
+
+# ------------------------------------------------------------ review of session 37
+def _stacked(values):
+    """The values as scalar constants stacked into a vector: no constant holds two."""
+    return pt.stack([pt.constant(float(v)) for v in values])
+
+
+@pytest.mark.parametrize("how", ["stacked scalars", "joined halves"])
+def test_an_initial_value_built_from_constants_alone_is_counted_by_its_numbers(how):
+    # n scalar constants (or two halves of fewer than n) passed as no constant of n entries;
+    # the chain started at the private values and its draws carried them
+    value = (_stacked(Y) if how == "stacked scalars"
+             else pt.concatenate([pt.as_tensor(Y[: N // 2]), pt.as_tensor(Y[N // 2:])]))
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 0, 10, shape=N, initval=value)
+        pm.Normal("y", x_true, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+        PrivateModel(m)
+
+
+def test_potentials_and_deterministics_built_from_stacked_scalars_hold_data():
+    from pymc_dp.model import data_dependent_deterministics
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Deterministic("resid", _stacked(Y) - mu)  # (released as draws: resid + mu = y)
+        pm.Deterministic("shifted", pt.zeros(N) + mu)  # (one number: public)
+        pm.Normal("y", mu, 1, observed=Y)
+    assert data_dependent_deterministics(m) == ["resid"]
+    with m:
+        pm.Potential("pin", -0.5e4 * pt.sum((mu - _stacked(Y)) ** 2))
+    with pytest.raises(UnsupportedModelError, match="pm.Potential 'pin'"):
+        PrivateModel(m)
+
+
+def test_pymcs_own_start_from_a_support_point_that_holds_data_is_refused():
+    def logp(v, mu):
+        return -0.5 * ((v - mu) / 100.0) ** 2
+
+    for point, refused in [(lambda rv, size, mu: pt.as_tensor(Y), True),
+                           (lambda rv, size, mu: pt.zeros(N) + mu, False)]:
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0, 100)
+            x_true = pm.CustomDist("x_true", mu, logp=logp, shape=N, support_point=point)
+            pm.Normal("y", x_true, 1.0, observed=Y)
+        if refused:
+            with pytest.raises(UnsupportedModelError, match="support_point"):
+                PrivateModel(m)
+        else:
+            PrivateModel(m)
+
+
+def test_a_start_drawn_at_run_time_is_refused_when_the_step_is_built():
+    # (initval="prior" drew each chain's start from the variable's random=, which may hold
+    # data; it never equalled the start checked, and was refused only after reserving)
+    with pm.Model() as m:
+        pm.Normal("y", pm.Normal("mu", 0, 5, initval="prior"), 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="strategy 'prior'"):
+        PrivateModel(m)
+
+
+def test_a_steps_initial_point_is_checked_as_the_numbers_the_chain_starts_from():
+    class ArrayLike:  # NumPy sees objects unless asked for numbers
+        def __init__(self, a):
+            self.a = np.asarray(a, dtype=float)
+
+        def __array__(self, dtype=None, copy=None):
+            return np.array(list(self.a), dtype=object) if dtype is None else self.a.astype(dtype)
+
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", pm.Normal("mu", 0, 100), 100, shape=N)
+        pm.Normal("y", x_true, 1.0, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="'x_true' has one entry per individual"):
+        PrivateModel(m, initial_point={"mu": np.array(0.0), "x_true": ArrayLike(Y)})
+    with pytest.raises(ValueError, match="not an array of numbers"):
+        PrivateModel(m, initial_point={"mu": "zero", "x_true": np.zeros(N)})

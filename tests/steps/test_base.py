@@ -278,3 +278,17 @@ def test_an_initial_value_set_after_the_step_was_built_is_refused_at_the_start()
         with pytest.raises(UnsupportedModelError, match="start away from the initial point"):
             pymc_dp.sample(step=step, draws=3, tune=0, chains=1, random_seed=1,
                            progressbar=False)
+
+
+def test_initvals_away_from_the_checked_start_are_refused_before_the_runs_warm_up_is_reserved():
+    # (a review) with the warm-up on, pymc_dp.sample reserved the run's warm-up and only then
+    # did the chains refuse the start, under a message saying nothing was reserved
+    y = np.random.default_rng(1).normal(3.0, 1.0, 50)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 10)
+        pm.Normal("y", mu, 1.0, observed=y)
+        step = pymc_dp.DPPenalty(eps=1.0, chains=1)
+        with pytest.raises(UnsupportedModelError, match="start away from the initial point"):
+            pymc_dp.sample(step=step, chains=1, draws=5, tune=0, progressbar=False,
+                           initvals={"mu": float(y.mean())}, random_seed=0)
+    assert step.guard.reservations() == []
