@@ -68,11 +68,10 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
     (``pt.concatenate`` of two halves), is an array of n entries all the same, yet no
     constant of the graph holds more than a piece. For each expression of one dimension or
     more computed from constants alone that the rest of the graph reads (or that is an
-    output), an empty array of as many entries as the constants its operations take hold
-    numbers (each operation counted once, each of its inputs as often as it takes it, so
-    that equal constants merged into one still count; shapes, sizes and indices not
-    counted: ``pt.zeros(n)`` builds n entries from one number; c·I is one number). Values are never read:
-    :func:`has_rows` counts the stand-ins by size like array constants. With ``inner``,
+    output), an empty array of as many entries as the numbers its constants hold, shapes
+    and indices included, lengths not (:func:`_numbers_taken`): ``pt.zeros(n)`` holds one,
+    n values picked from a table by n stacked indices hold n. Values are never read: :func:`has_rows`
+    counts the stand-ins by size like array constants. With ``inner``,
     also inside the inner graphs of its Ops.
 
     Examples
@@ -83,6 +82,8 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
     [5]
     >>> constant_expressions([x + pt.zeros(5)])
     []
+    >>> [a.size for a in constant_expressions([x + pt.ones(2)[pt.stack([0, 1, 1, 0, 1])]])]
+    [5]
     """
     found, graphs, seen = [], [list(graph_outputs)], set()
     while graphs:
@@ -102,28 +103,47 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
         for var in dict.fromkeys([*read, *(o for o in outs if o in made_by)]):
             if getattr(var, "ndim", 0) > 0:
                 count = _numbers_taken(made_by[var], made_by)
+                # (an array holds no more numbers than its entries: PyMC's bound checks
+                # compare a constant of shape (1,) with ±inf)
+                shape = getattr(var.type, "shape", (None,))
+                if None not in shape:
+                    count = min(count, int(np.prod(shape)))
                 if count > 1:
                     found.append(np.empty(count))
     return found
 
 
 def _numbers_taken(node, made_by) -> int:
-    """Numbers the constant inputs of ``node`` and of the nodes it is computed from hold,
-    each node once, shapes, sizes and indices left out."""
-    count, nodes, seen = 0, [node], {node}
+    """Numbers the constants read by ``node`` and by the nodes it is computed from hold.
+
+    Indices count too (an index vector of n entries picks n values from a table of two),
+    an allocation's lengths do not. Each node is counted once; an array constant once, however many nodes
+    read it (a public ``X`` read as ``X - X.mean()`` holds len(X) numbers, not twice
+    that); a scalar constant once per use, so that n equal values merged into one
+    constant still count n. c·I counts as one number, as in :func:`has_rows`.
+    """
+    count, nodes, seen, arrays = 0, [node], {node}, set()
     while nodes:
         node = nodes.pop()
-        skip = _structural_inputs(node)
+        lengths = _lengths(node)
         for k, i in enumerate(node.inputs):
-            if k in skip:
-                continue
-            if isinstance(i, Constant):  # (c·I is one number, as in has_rows)
+            if isinstance(i, Constant):
                 data = np.asarray(i.data)
-                count += 1 if data.dtype != object and scaled_identity(data) else data.size
+                if data.size <= 1:
+                    count += k not in lengths
+                elif id(i) not in arrays:
+                    arrays.add(id(i))
+                    count += 1 if data.dtype != object and scaled_identity(data) else data.size
             elif made_by[i] not in seen:
                 seen.add(made_by[i])
                 nodes.append(made_by[i])
     return count
+
+
+def _lengths(node) -> range:
+    """Input positions of ``node`` that are lengths of its output (``pt.zeros(n)``'s n):
+    one length holds no one's value, while an index picks values from a table."""
+    return _structural_inputs(node) if isinstance(node.op, Alloc | AllocEmpty) else range(0)
 
 
 def arrays_written(graph_outputs: Sequence[Variable], inner: bool = False) -> list:

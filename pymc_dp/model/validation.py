@@ -16,6 +16,7 @@ from pymc.logprob.abstract import _logprob
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.random.type import RandomType
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.index_bounds import check_index_bounds
@@ -25,6 +26,7 @@ from pymc_dp.model.data import (
     DatumInput,
     container_label,
     data_containers,
+    is_public,
     numeric_value,
     private_data_variables,
     read_unshaped_lengths,
@@ -358,11 +360,23 @@ class ModelChecks:
             free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
             initval_strategies=model.rvs_to_initial_values,
         )
-        if reads_any(start, data_vars) or has_rows(arrays_written(start, inner=True), n):
+        # (its leaves: constants, random generators (PyMC leaves some of its
+        # distributions' there), the lengths of the model's dims and containers declared
+        # public; PyMC copies shared variables into this graph, which keep their storage.
+        # Any other shared variable, data or met only here, is nobody's to vouch for.)
+        public = [*model.dim_lengths.values(),
+                  *(d for d in data_containers(model) if is_public(d) and d not in data_vars)]
+        vouched = {id(v.container) for v in public if isinstance(v, SharedVariable)}
+        unvouched = [
+            v for v in graph_inputs(start)
+            if not isinstance(v, Constant) and not isinstance(v.type, RandomType)
+            and id(getattr(v, "container", None)) not in vouched
+        ]
+        if unvouched or has_rows(arrays_written(start, inner=True), n):
             raise UnsupportedModelError(
                 "PyMC's initial point of this model (the variables' support points, e.g. "
-                "a pm.CustomDist's support_point=) reads data or an array of one entry "
-                "per individual or more; it would be released as the "
+                "a pm.CustomDist's support_point=) reads data, a shared variable not "
+                "declared public, or an array of one entry per individual or more; it would be released as the "
                 "chain's first draws, without noise. Give public initial values with "
                 "initval= (scalars, or arrays of fewer entries than individuals)."
             )

@@ -392,12 +392,22 @@ def _stacked(values):
     return pt.stack([pt.constant(float(v)) for v in values])
 
 
-@pytest.mark.parametrize("how", ["stacked scalars", "joined halves"])
+BITS = (Y > 0).astype(int)  # one private bit per person
+
+
+@pytest.mark.parametrize("how", ["stacked scalars", "joined halves", "stacked indices",
+                                 "one index each"])
 def test_an_initial_value_built_from_constants_alone_is_counted_by_its_numbers(how):
-    # n scalar constants (or two halves of fewer than n) passed as no constant of n entries;
-    # the chain started at the private values and its draws carried them
-    value = (_stacked(Y) if how == "stacked scalars"
-             else pt.concatenate([pt.as_tensor(Y[: N // 2]), pt.as_tensor(Y[N // 2:])]))
+    # n scalar constants (or two halves of fewer than n, or n indices into a table of two)
+    # passed as no constant of n entries; the chain started at the private values
+    table = pt.cumsum(pt.ones(2))  # [1, 2], from one number
+    value = {
+        "stacked scalars": lambda: _stacked(Y),
+        "joined halves": lambda: pt.concatenate(
+            [pt.as_tensor(Y[: N // 2]), pt.as_tensor(Y[N // 2:])]),
+        "stacked indices": lambda: table[pt.stack([pt.constant(int(b)) for b in BITS])],
+        "one index each": lambda: pt.stack([table[int(b)] for b in BITS]),
+    }[how]()
     with pm.Model() as m:
         x_true = pm.Normal("x_true", 0, 10, shape=N, initval=value)
         pm.Normal("y", x_true, 1, observed=Y)
@@ -424,17 +434,39 @@ def test_pymcs_own_start_from_a_support_point_that_holds_data_is_refused():
     def logp(v, mu):
         return -0.5 * ((v - mu) / 100.0) ** 2
 
-    for point, refused in [(lambda rv, size, mu: pt.as_tensor(Y), True),
-                           (lambda rv, size, mu: pt.zeros(N) + mu, False)]:
+    import pytensor
+
+    hidden = pytensor.shared(Y)  # (a shared variable met nowhere but here)
+    cases = [(lambda data, grid: lambda rv, size, mu: pt.as_tensor(Y), True),
+             (lambda data, grid: lambda rv, size, mu: hidden + 0 * mu, True),
+             (lambda data, grid: lambda rv, size, mu: data + 0 * mu, True),
+             (lambda data, grid: lambda rv, size, mu: grid + mu, False),
+             (lambda data, grid: lambda rv, size, mu: pt.zeros(N) + mu, False)]
+    for point, refused in cases:
         with pm.Model() as m:
             mu = pm.Normal("mu", 0, 100)
-            x_true = pm.CustomDist("x_true", mu, logp=logp, shape=N, support_point=point)
-            pm.Normal("y", x_true, 1.0, observed=Y)
+            data = pm.Data("x_obs", Y)  # private: observed
+            grid = pm.Data("grid", np.linspace(0, 1, N))
+            pymc_dp.public_data(grid)
+            x_true = pm.CustomDist("x_true", mu, logp=logp, shape=N,
+                                   support_point=point(data, grid))
+            pm.Normal("y", x_true + 0 * grid, 1.0, observed=data)
         if refused:
             with pytest.raises(UnsupportedModelError, match="support_point"):
                 PrivateModel(m)
         else:
             PrivateModel(m)
+
+
+def test_ordinary_starts_and_bound_checks_are_not_counted_as_data():
+    # (PyMC's start leaves random generators in the graph for LKJ and zero-sum variables;
+    # its interval bounds are compared with ±inf as constant expressions of one entry)
+    with pm.Model() as m:
+        chol, _, _ = pm.LKJCholeskyCov("c", n=3, eta=2, sd_dist=pm.Exponential.dist(1))
+        u = pm.ZeroSumNormal("u", sigma=1.0, shape=4)
+        cpt = pm.Uniform("cpt", 0.3, 0.8, shape=2)
+        pm.Normal("y", chol[0, 0] + u.sum() + cpt.sum(), 1, observed=Y)
+    PrivateModel(m)
 
 
 def test_a_start_drawn_at_run_time_is_refused_when_the_step_is_built():
