@@ -30,6 +30,7 @@ __all__ = [
     "inner_graph_outputs",
     "constant_expressions",
     "arrays_written",
+    "numbers_written",
     "constant_uses",
     "may_hold_people",
     "one_number",
@@ -69,8 +70,8 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
     constant of the graph holds more than a piece. For each expression of one dimension or
     more computed from constants alone that the rest of the graph reads (or that is an
     output), an empty array of as many entries as the numbers its constants hold, shapes
-    and indices included, lengths not (:func:`_numbers_taken`): ``pt.zeros(n)`` holds one,
-    n values picked from a table by n stacked indices hold n. Values are never read: :func:`has_rows`
+    indices and lengths included (:func:`_numbers_taken`): ``pt.zeros(n)`` holds two, n
+    values picked from a table by n stacked indices hold n. Values are never read: :func:`has_rows`
     counts the stand-ins by size like array constants. With ``inner``,
     also inside the inner graphs of its Ops.
 
@@ -80,8 +81,8 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
     >>> x = pt.scalar("x")
     >>> [a.size for a in constant_expressions([x + pt.stack([pt.constant(1.0)] * 5)])]
     [5]
-    >>> constant_expressions([x + pt.zeros(5)])
-    []
+    >>> [a.size for a in constant_expressions([x + pt.zeros(5)])]  # (0 and 5)
+    [2]
     >>> [a.size for a in constant_expressions([x + pt.ones(2)[pt.stack([0, 1, 1, 0, 1])]])]
     [5]
     """
@@ -116,8 +117,8 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
 def _numbers_taken(node, made_by) -> int:
     """Numbers the constants read by ``node`` and by the nodes it is computed from hold.
 
-    Indices count too (an index vector of n entries picks n values from a table of two),
-    an allocation's lengths do not. Each node is counted once; an array constant once, however many nodes
+    Indices and lengths count too (an index vector of n entries picks n values from a
+    table of two; n lengths read back through ``Shape`` are n values). Each node is counted once; an array constant once, however many nodes
     read it (a public ``X`` read as ``X - X.mean()`` holds len(X) numbers, not twice
     that); a scalar constant once per use, so that n equal values merged into one
     constant still count n. c·I counts as one number, as in :func:`has_rows`.
@@ -125,12 +126,11 @@ def _numbers_taken(node, made_by) -> int:
     count, nodes, seen, arrays = 0, [node], {node}, set()
     while nodes:
         node = nodes.pop()
-        lengths = _lengths(node)
-        for k, i in enumerate(node.inputs):
+        for i in node.inputs:
             if isinstance(i, Constant):
                 data = np.asarray(i.data)
                 if data.size <= 1:
-                    count += k not in lengths
+                    count += 1
                 elif id(i) not in arrays:
                     arrays.add(id(i))
                     count += 1 if data.dtype != object and scaled_identity(data) else data.size
@@ -140,10 +140,47 @@ def _numbers_taken(node, made_by) -> int:
     return count
 
 
-def _lengths(node) -> range:
-    """Input positions of ``node`` that are lengths of its output (``pt.zeros(n)``'s n):
-    one length holds no one's value, while an index picks values from a table."""
-    return _structural_inputs(node) if isinstance(node.op, Alloc | AllocEmpty) else range(0)
+def numbers_written(graph_outputs: Sequence[Variable]) -> int:
+    """How many numbers a graph holds as written: every constant it computes with, inner
+    graphs (``OpFromGraph``, a ``Composite``'s scalar graph) included, an array once
+    (c·I as one number), a scalar once per use.
+
+    For graphs the user writes whole (initial values, ``pm.Potential``, ``pm.Deterministic``,
+    PyMC's start): n per-person values can be written as n scalars in any arrangement
+    (``pt.stack([mu + a for a in ages])``, lengths of allocations read back as a shape),
+    and whatever the arrangement they are n numbers. Values are never read.
+
+    Examples
+    --------
+    >>> import pytensor.tensor as pt
+    >>> mu = pt.scalar("mu")
+    >>> numbers_written([pt.stack([mu + float(a) for a in range(6)])])
+    6
+    >>> numbers_written([pt.empty((3, 4, 5)).shape])  # (lengths read back)
+    3
+    """
+    count, arrays, graphs, seen = 0, set(), [list(graph_outputs)], set()
+    while graphs:
+        outs = graphs.pop()
+        uses = [(o, None) for o in outs if isinstance(o, Constant)]
+        for node in io_toposort(graph_inputs(outs), outs):
+            op = getattr(node.op, "scalar_op", node.op)
+            for inner in (inner_graph_outputs(node.op),
+                          list(getattr(getattr(op, "fgraph", None), "outputs", []))):
+                if inner and (id(node.op), len(inner)) not in seen:
+                    seen.add((id(node.op), len(inner)))
+                    graphs.append(inner)
+            uses += [(i, node) for i in node.inputs if isinstance(i, Constant)]
+        for c, _ in uses:
+            data = np.asarray(c.data)
+            if data.dtype == object:
+                continue  # (slices, None: an op's structure)
+            if data.size <= 1:
+                count += 1
+            elif id(c) not in arrays:
+                arrays.add(id(c))
+                count += 1 if scaled_identity(data) else data.size
+    return count
 
 
 def arrays_written(graph_outputs: Sequence[Variable], inner: bool = False) -> list:

@@ -168,18 +168,22 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
     out and :func:`pymc_dp.release` strips them. One counts if it reads a private data
     variable (:func:`private_data_variables`: containers declared public with
-    :func:`public_data` are not), an array constant anywhere in its graph (or one built from constants alone), inner graphs
-    included (NumPy arrays written into the model may be data), or the length of a
+    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs included, or one number per
+    person or more written as scalars (:func:`~pymc_dp.model.constants.numbers_written`) (NumPy arrays written into the model may be data), or the length of a
     dimension no variable has (:func:`read_unshaped_lengths`: it may be a count of data).
     """
-    from pymc_dp.model.constants import arrays_written
+    from pymc_dp.model.constants import array_constants, numbers_written
 
     model = modelcontext(model)
     data_vars = private_data_variables(model) + unshaped_lengths(model)
+    # (rows: the observations' leading length; n scalars written one by one are n numbers)
+    rows = [np.shape(numeric_value(model.rvs_to_values[rv]))[:1] for rv in model.observed_RVs]
+    n = min((r[0] for r in rows if r), default=np.inf)
     names = []
     for d in model.deterministics:
         graph = model.replace_rvs_by_values([d])
-        if reads_any(graph, data_vars) or arrays_written(graph, inner=True):
+        if (reads_any(graph, data_vars) or array_constants(graph, inner=True)
+                or numbers_written(graph) >= n):
             names.append(d.name)
     return names
 

@@ -31,11 +31,13 @@ from pymc_dp.model.data import (
     private_data_variables,
     read_unshaped_lengths,
     reads_any,
+    unshaped_lengths,
 )
 from pymc_dp.model.constants import (
     array_constants,
     arrays_written,
     constant_expressions,
+    numbers_written,
     constant_uses,
     cross_row_constant_expression,
     has_rows,
@@ -308,10 +310,12 @@ class ModelChecks:
         for pot in model.potentials:
             graph = model.replace_rvs_by_values([pot])
             _refuse_foreign_ops(graph, f"pm.Potential {pot.name!r}")
-            if reads_any(graph, data_vars) or arrays_written(graph, inner=True):
+            if (reads_any(graph, data_vars) or array_constants(graph, inner=True)
+                    or numbers_written(graph) >= n):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
-                    "variable or an array constant. Potentials are added without noise, so "
+                    "variable or an array constant, or holds one number per individual or "
+                    "more (scalar constants, stacked or not). Potentials are added without noise, so "
                     "they must not hold data; express data terms as observed variables "
                     "(scalar constants are fine; arrays, also those stacked or joined from "
                     "scalars or pieces, are not)."
@@ -325,6 +329,9 @@ class ModelChecks:
                     reads_any([init], data_vars)
                     or any(not isinstance(v, Constant) for v in leaves)
                     or has_rows(arrays_written([init], inner=True), n)
+                    # (released as a start of as many entries: n − 1 or more carry a
+                    # person each, however their numbers are written)
+                    or (_entries(rv) >= max(n - 1, 4) and numbers_written([init]) >= n)
                 )
             elif isinstance(init, str) and init != "support_point":
                 # ("prior" draws each chain's start anew, by the variable's random=, which
@@ -364,7 +371,8 @@ class ModelChecks:
         # distributions' there), the lengths of the model's dims and containers declared
         # public; PyMC copies shared variables into this graph, which keep their storage.
         # Any other shared variable, data or met only here, is nobody's to vouch for.)
-        public = [*model.dim_lengths.values(),
+        unshaped = unshaped_lengths(model)  # (dims no variable has: maybe counts of data)
+        public = [*(v for v in model.dim_lengths.values() if v not in unshaped),
                   *(d for d in data_containers(model) if is_public(d) and d not in data_vars)]
         vouched = {id(v.container) for v in public if isinstance(v, SharedVariable)}
         unvouched = [
@@ -372,7 +380,9 @@ class ModelChecks:
             if not isinstance(v, Constant) and not isinstance(v.type, RandomType)
             and id(getattr(v, "container", None)) not in vouched
         ]
-        if unvouched or has_rows(arrays_written(start, inner=True), n):
+        if (unvouched or has_rows(arrays_written(start, inner=True), n)
+                or any(_entries(rv) >= max(n - 1, 4) and numbers_written([s]) >= n
+                       for rv, s in zip(model.free_RVs, start))):
             raise UnsupportedModelError(
                 "PyMC's initial point of this model (the variables' support points, e.g. "
                 "a pm.CustomDist's support_point=) reads data, a shared variable not "
@@ -592,3 +602,13 @@ def _check_values(d: DatumInput, observed_exprs) -> None:
             f"{'finite data' if observed else 'data without NaN'}; remove or impute "
             "those rows before sampling."
         )
+
+
+def _entries(var) -> float:
+    """The number of entries of ``var`` from its static shape (infinite if unknown).
+
+    A start of n − 1 entries or more can carry every person's number; below four entries
+    (n < 5, where PyMC's own start of a scalar holds as many numbers as there are people)
+    a start is taken as one of the analysis."""
+    shape = getattr(var.type, "shape", ())
+    return np.inf if None in shape else float(np.prod(shape))

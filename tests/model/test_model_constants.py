@@ -493,3 +493,49 @@ def test_a_steps_initial_point_is_checked_as_the_numbers_the_chain_starts_from()
         PrivateModel(m, initial_point={"mu": np.array(0.0), "x_true": ArrayLike(Y)})
     with pytest.raises(ValueError, match="not an array of numbers"):
         PrivateModel(m, initial_point={"mu": "zero", "x_true": np.zeros(N)})
+
+
+# ------------------------------------------------- a third review of session 37
+AGES = np.random.default_rng(8).integers(20, 90, size=N)  # one private integer per person
+
+
+@pytest.mark.parametrize("how", ["lengths read back", "a zero from a graph of no inputs"])
+def test_per_person_numbers_written_in_any_arrangement_are_counted_in_initial_values(how):
+    from pytensor.compile.builders import OpFromGraph as Graph
+
+    if how == "lengths read back":  # (n lengths of an allocation, read back as its shape)
+        value = pt.cast(pt.empty(tuple(int(a) for a in AGES)).shape, "float64")
+    else:
+        zero = Graph([], [pt.constant(0.0)])()
+        value = pt.stack([zero + float(a) for a in AGES])
+    with pm.Model() as m:
+        x_true = pm.Normal("x_true", 50, 30, shape=N, initval=value)
+        pm.Normal("y", x_true, 1, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+        PrivateModel(m)
+
+
+def test_deterministics_holding_one_scalar_per_person_are_not_released():
+    from pymc_dp.model import data_dependent_deterministics
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Deterministic("mixed", pt.stack([mu + float(a) for a in AGES]))  # mixed - mu: data
+        pm.Deterministic("few", pt.stack([mu + 1.0, mu * 2.0]))  # (public: two numbers)
+        pm.Normal("y", mu, 1, observed=Y)
+    assert data_dependent_deterministics(m) == ["mixed"]
+
+
+def test_lengths_of_dims_no_variable_has_are_not_a_public_start():
+    def logp(v, mu):
+        return -0.5 * ((v - mu) / 100.0) ** 2
+
+    coords = {f"age{i}": np.arange(a) for i, a in enumerate(AGES)}  # (n dims, unused)
+    with pm.Model(coords=coords) as m:
+        mu = pm.Normal("mu", 0, 100)
+        lengths = pt.stack([m.dim_lengths[f"age{i}"] for i in range(N)])
+        x_true = pm.CustomDist("x_true", mu, logp=logp, shape=N,
+                               support_point=lambda rv, size, mu: lengths + 0 * mu)
+        pm.Normal("y", x_true, 1.0, observed=Y)
+    with pytest.raises(UnsupportedModelError, match="support_point"):
+        PrivateModel(m)
