@@ -128,12 +128,7 @@ def _numbers_taken(node, made_by) -> int:
         node = nodes.pop()
         for i in node.inputs:
             if isinstance(i, Constant):
-                data = np.asarray(i.data)
-                if data.size <= 1:
-                    count += 1
-                elif id(i) not in arrays:
-                    arrays.add(id(i))
-                    count += 1 if data.dtype != object and scaled_identity(data) else data.size
+                count += _numbers_in(i, arrays)
             elif made_by[i] not in seen:
                 seen.add(made_by[i])
                 nodes.append(made_by[i])
@@ -171,16 +166,23 @@ def numbers_written(graph_outputs: Sequence[Variable]) -> int:
                     seen.add((id(node.op), len(inner)))
                     graphs.append(inner)
             uses += [(i, node) for i in node.inputs if isinstance(i, Constant)]
-        for c, _ in uses:
-            data = np.asarray(c.data)
-            if data.dtype == object:
-                continue  # (slices, None: an op's structure)
-            if data.size <= 1:
-                count += 1
-            elif id(c) not in arrays:
-                arrays.add(id(c))
-                count += 1 if scaled_identity(data) else data.size
+        count += sum(_numbers_in(c, arrays) for c, _ in uses)
     return count
+
+
+def _numbers_in(constant, arrays: set) -> int:
+    """The numbers one use of ``constant`` adds: 1 for a scalar (each use), an array's size
+    the first time (``arrays``: the ids already counted; c·I is one number), none for an
+    object constant (a slice, None: an op's structure)."""
+    data = np.asarray(constant.data)
+    if data.dtype == object:
+        return 0
+    if data.size <= 1:
+        return 1
+    if id(constant) in arrays:
+        return 0
+    arrays.add(id(constant))
+    return 1 if scaled_identity(data) else int(data.size)
 
 
 def arrays_written(graph_outputs: Sequence[Variable], inner: bool = False) -> list:

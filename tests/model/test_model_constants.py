@@ -396,12 +396,18 @@ BITS = (Y > 0).astype(int)  # one private bit per person
 
 
 @pytest.mark.parametrize("how", ["stacked scalars", "joined halves", "stacked indices",
-                                 "one index each"])
+                                 "one index each", "lengths read back", "behind a no-input node"])
 def test_an_initial_value_built_from_constants_alone_is_counted_by_its_numbers(how):
-    # n scalar constants (or two halves of fewer than n, or n indices into a table of two)
-    # passed as no constant of n entries; the chain started at the private values
+    # n scalar constants (or two halves of fewer than n, n indices into a table of two, n
+    # lengths of an allocation read back as its shape, n scalars added to a zero from an
+    # OpFromGraph of no inputs) passed as no constant of n entries; the chain started at
+    # the private values
     table = pt.cumsum(pt.ones(2))  # [1, 2], from one number
+    ages = [int(a) for a in np.random.default_rng(8).integers(20, 90, size=N)]
     value = {
+        "lengths read back": lambda: pt.cast(pt.empty(tuple(ages)).shape, "float64"),
+        "behind a no-input node": lambda: pt.stack(
+            [OpFromGraph([], [pt.constant(0.0)])() + float(a) for a in ages]),
         "stacked scalars": lambda: _stacked(Y),
         "joined halves": lambda: pt.concatenate(
             [pt.as_tensor(Y[: N // 2]), pt.as_tensor(Y[N // 2:])]),
@@ -497,22 +503,6 @@ def test_a_steps_initial_point_is_checked_as_the_numbers_the_chain_starts_from()
 
 # ------------------------------------------------- a third review of session 37
 AGES = np.random.default_rng(8).integers(20, 90, size=N)  # one private integer per person
-
-
-@pytest.mark.parametrize("how", ["lengths read back", "a zero from a graph of no inputs"])
-def test_per_person_numbers_written_in_any_arrangement_are_counted_in_initial_values(how):
-    from pytensor.compile.builders import OpFromGraph as Graph
-
-    if how == "lengths read back":  # (n lengths of an allocation, read back as its shape)
-        value = pt.cast(pt.empty(tuple(int(a) for a in AGES)).shape, "float64")
-    else:
-        zero = Graph([], [pt.constant(0.0)])()
-        value = pt.stack([zero + float(a) for a in AGES])
-    with pm.Model() as m:
-        x_true = pm.Normal("x_true", 50, 30, shape=N, initval=value)
-        pm.Normal("y", x_true, 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
-        PrivateModel(m)
 
 
 def test_deterministics_holding_one_scalar_per_person_are_not_released():
