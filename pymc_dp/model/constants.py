@@ -135,7 +135,7 @@ def _numbers_taken(node, made_by) -> int:
     return count
 
 
-def numbers_written(graph_outputs: Sequence[Variable]) -> int:
+def numbers_written(graph_outputs: Sequence[Variable], blockers=()) -> int:
     """How many numbers a graph holds as written: every constant it computes with, inner
     graphs (``OpFromGraph``, a ``Composite``'s scalar graph) included, an array once
     (c·I as one number), a scalar once per use.
@@ -143,7 +143,9 @@ def numbers_written(graph_outputs: Sequence[Variable]) -> int:
     For graphs the user writes whole (initial values, ``pm.Potential``, ``pm.Deterministic``,
     PyMC's start): n per-person values can be written as n scalars in any arrangement
     (``pt.stack([mu + a for a in ages])``, lengths of allocations read back as a shape),
-    and whatever the arrangement they are n numbers. Values are never read.
+    and whatever the arrangement they are n numbers. Values are never read. The walk stops
+    at ``blockers`` (free random variables: what the user wrote, not the priors and
+    transforms PyMC adds).
 
     Examples
     --------
@@ -155,10 +157,11 @@ def numbers_written(graph_outputs: Sequence[Variable]) -> int:
     3
     """
     count, arrays, graphs, seen = 0, set(), [list(graph_outputs)], set()
+    blockers = list(blockers)
     while graphs:
         outs = graphs.pop()
         uses = [(o, None) for o in outs if isinstance(o, Constant)]
-        for node in io_toposort(graph_inputs(outs), outs):
+        for node in io_toposort([*graph_inputs(outs, blockers=blockers), *blockers], outs):
             op = getattr(node.op, "scalar_op", node.op)
             for inner in (inner_graph_outputs(node.op),
                           list(getattr(getattr(op, "fgraph", None), "outputs", []))):

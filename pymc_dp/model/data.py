@@ -183,7 +183,7 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     for d in model.deterministics:
         graph = model.replace_rvs_by_values([d])
         if (reads_any(graph, data_vars) or array_constants(graph, inner=True)
-                or numbers_written(graph) >= n):
+                or numbers_written([d], blockers=model.free_RVs) >= n):
             names.append(d.name)
     return names
 

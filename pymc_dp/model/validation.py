@@ -311,7 +311,7 @@ class ModelChecks:
             graph = model.replace_rvs_by_values([pot])
             _refuse_foreign_ops(graph, f"pm.Potential {pot.name!r}")
             if (reads_any(graph, data_vars) or array_constants(graph, inner=True)
-                    or numbers_written(graph) >= n):
+                    or numbers_written([pot], blockers=model.free_RVs) >= n):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
                     "variable or an array constant, or holds one number per individual or "
