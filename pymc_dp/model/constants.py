@@ -69,10 +69,10 @@ def constant_expressions(graph_outputs: Sequence[Variable], inner: bool = False)
     (``pt.concatenate`` of two halves), is an array of n entries all the same, yet no
     constant of the graph holds more than a piece. For each expression of one dimension or
     more computed from constants alone that the rest of the graph reads (or that is an
-    output), an empty array of as many entries as the numbers its constants hold, shapes
-    indices and lengths included (:func:`_numbers_taken`): ``pt.zeros(n)`` holds two, n
-    values picked from a table by n stacked indices hold n. Values are never read: :func:`has_rows`
-    counts the stand-ins by size like array constants. With ``inner``,
+    output), an empty array of as many entries as the numbers its constants hold, indices
+    and lengths included (:func:`_numbers_taken`): ``pt.zeros(n)`` holds two, n values
+    picked from a table by n stacked indices hold n. Values are never read:
+    :func:`has_rows` counts the stand-ins by size like array constants. With ``inner``,
     also inside the inner graphs of its Ops.
 
     Examples
@@ -118,10 +118,10 @@ def _numbers_taken(node, made_by) -> int:
     """Numbers the constants read by ``node`` and by the nodes it is computed from hold.
 
     Indices and lengths count too (an index vector of n entries picks n values from a
-    table of two; n lengths read back through ``Shape`` are n values). Each node is counted once; an array constant once, however many nodes
-    read it (a public ``X`` read as ``X - X.mean()`` holds len(X) numbers, not twice
-    that); a scalar constant once per use, so that n equal values merged into one
-    constant still count n. c·I counts as one number, as in :func:`has_rows`.
+    table of two; n lengths read back through ``Shape`` are n values). Each node is
+    counted once; an array constant once, however many nodes read it (a public ``X`` read
+    as ``X - X.mean()`` holds len(X) numbers, not twice that); a scalar constant once per
+    use, so that n equal values merged into one constant still count n. c·I counts as one number, as in :func:`has_rows`.
     """
     count, nodes, seen, arrays = 0, [node], {node}, set()
     while nodes:

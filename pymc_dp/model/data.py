@@ -168,8 +168,10 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
     out and :func:`pymc_dp.release` strips them. One counts if it reads a private data
     variable (:func:`private_data_variables`: containers declared public with
-    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs included, or one number per
-    person or more written as scalars (:func:`~pymc_dp.model.constants.numbers_written`) (NumPy arrays written into the model may be data), or the length of a
+    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs
+    included (NumPy arrays written into the model may be data), one number per person or
+    more written as scalars (:func:`~pymc_dp.model.constants.numbers_written`), or the
+    length of a
     dimension no variable has (:func:`read_unshaped_lengths`: it may be a count of data).
     """
     from pymc_dp.model.constants import array_constants, numbers_written
