@@ -9,11 +9,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.op import Op
+from pytensor.scalar.basic import ScalarOp, Second
 from pytensor.graph.traversal import ancestors
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
-from pytensor.scalar.basic import Second
 from pytensor.tensor.basic import Alloc, AllocEmpty, Split
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 from pytensor.tensor.subtensor import (
@@ -23,6 +26,8 @@ from pytensor.tensor.subtensor import (
     Subtensor,
 )
 
+from pymc.distributions.dist_math import CheckParameterValue
+
 from pymc_dp.model.row_locality import NotRowLocal, datum_axes, inner_graph_outputs
 
 __all__ = [
@@ -31,6 +36,8 @@ __all__ = [
     "constant_expressions",
     "arrays_written",
     "numbers_written",
+    "numbers_in_settings",
+    "numbers_held",
     "constant_uses",
     "may_hold_people",
     "one_number",
@@ -121,11 +128,14 @@ def _numbers_taken(node, made_by) -> int:
     table of two; n lengths read back through ``Shape`` are n values). Each node is
     counted once; an array constant once, however many nodes read it (a public ``X`` read
     as ``X - X.mean()`` holds len(X) numbers, not twice that); a scalar constant once per
-    use, so that n equal values merged into one constant still count n. c·I counts as one number, as in :func:`has_rows`.
+    use, so that n equal values merged into one constant still count n. c·I counts as one
+    number, as in :func:`has_rows`. Numbers held in an Op's settings count too
+    (:func:`numbers_in_settings`).
     """
     count, nodes, seen, arrays = 0, [node], {node}, set()
     while nodes:
         node = nodes.pop()
+        count += numbers_in_settings(node.op)
         for i in node.inputs:
             if isinstance(i, Constant):
                 count += _numbers_in(i, arrays)
@@ -136,25 +146,29 @@ def _numbers_taken(node, made_by) -> int:
 
 
 def numbers_written(graph_outputs: Sequence[Variable], blockers=()) -> int:
-    """How many numbers a graph holds as written: every constant it computes with, inner
-    graphs (``OpFromGraph``, a ``Composite``'s scalar graph) included, an array once
-    (c·I as one number), a scalar once per use.
+    """How much a graph holds as written: every constant it computes with (an array once,
+    its entries or, if more, its lengths; c·I as one; a scalar once per use), every
+    operation's inputs (one at least), and the numbers in the operations' settings
+    (:func:`numbers_in_settings`), inner graphs (``OpFromGraph``, a ``Composite``'s scalar
+    graph) included.
 
     For graphs the user writes whole (initial values, ``pm.Potential``, ``pm.Deterministic``,
-    PyMC's start): n per-person values can be written as n scalars in any arrangement
-    (``pt.stack([mu + a for a in ages])``, lengths of allocations read back as a shape),
-    and whatever the arrangement they are n numbers. Values are never read. The walk stops
-    at ``blockers`` (free random variables: what the user wrote, not the priors and
+    PyMC's start): n per-person values can be written in any arrangement (n scalars
+    stacked, ``pt.stack([mu + a for a in ages])``; lengths of allocations read back as a
+    shape; offsets of diagonals in the Ops' settings; in unary, as sums of ones), and
+    whatever the arrangement, writing them takes n symbols or more, unless several are
+    packed into one number (a blind spot). Values are never read. The walk stops at
+    ``blockers`` (free random variables: what the user wrote, not the priors and
     transforms PyMC adds).
 
     Examples
     --------
     >>> import pytensor.tensor as pt
     >>> mu = pt.scalar("mu")
-    >>> numbers_written([pt.stack([mu + float(a) for a in range(6)])])
-    6
-    >>> numbers_written([pt.empty((3, 4, 5)).shape])  # (lengths read back)
-    3
+    >>> numbers_written([pt.stack([mu + float(a) for a in range(6)])])  # (6 + 12 + 7)
+    25
+    >>> numbers_written([pt.empty((3, 4, 5)).shape])  # (3 lengths, 4 inputs, a dtype)
+    8
     """
     count, arrays, graphs, seen = 0, set(), [list(graph_outputs)], set()
     blockers = list(blockers)
@@ -162,30 +176,136 @@ def numbers_written(graph_outputs: Sequence[Variable], blockers=()) -> int:
         outs = graphs.pop()
         uses = [(o, None) for o in outs if isinstance(o, Constant)]
         for node in io_toposort([*graph_inputs(outs, blockers=blockers), *blockers], outs):
-            op = getattr(node.op, "scalar_op", node.op)
+            core = getattr(node.op, "core_op", node.op)  # (a Blockwise's Elemwise too)
+            op = getattr(core, "scalar_op", core)
             for inner in (inner_graph_outputs(node.op),
                           list(getattr(getattr(op, "fgraph", None), "outputs", []))):
                 if inner and (id(node.op), len(inner)) not in seen:
                     seen.add((id(node.op), len(inner)))
                     graphs.append(inner)
             uses += [(i, node) for i in node.inputs if isinstance(i, Constant)]
+            # (the operation and each input it reads are one: n additions of ones write n
+            # ages in unary, one addition of ones and zeros their bits)
+            count += max(1, len(node.inputs)) + numbers_in_settings(node.op)
         count += sum(_numbers_in(c, arrays) for c, _ in uses)
     return count
 
 
+def numbers_in_settings(op) -> int:
+    """The numbers an Op holds in its settings (``__props__``) rather than in its inputs:
+    a diagonal's ``offset``, a reduction's ``axis``, a ``DimShuffle``'s order, a dtype. Each
+    number, flag or name is one (each picks among values: n diagonals of a public table,
+    their lengths read back, give n ages); Ops held as settings (an ``Elemwise``'s scalar
+    Op, a ``Blockwise``'s core Op) count theirs; inner graphs count where they are walked.
+    Anything that cannot be read as numbers counts as one. Rules per Op type
+    (:data:`_SETTINGS_RULES`) leave out what the input types fix or no value reads.
+
+    Examples
+    --------
+    >>> import pytensor.tensor as pt
+    >>> from pytensor.tensor.basic import ExtractDiag
+    >>> numbers_in_settings(ExtractDiag(offset=42))  # (offset, axis1, axis2, view)
+    4
+    >>> numbers_in_settings(pt.exp(pt.vector()).owner.op)
+    0
+    """
+    for cls in type(op).__mro__:
+        rule = _SETTINGS_RULES.get(cls)
+        if rule is not None:
+            return rule(op)
+    props = getattr(op, "__props__", None)
+    if props is None:
+        # (an Op without settings to compare by: PyTensor's scalar Ops, or one with an
+        # inner graph, which is walked; Ops running code of their own are refused apart)
+        return 0
+    return sum(_numbers_in_setting(getattr(op, name, None)) for name in props)
+
+
+def _numbers_in_setting(value) -> int:
+    if value is None or isinstance(value, Variable | FunctionGraph):
+        return 0  # (inner graphs: counted where they are walked)
+    if isinstance(value, bool | int | float | complex | str | np.generic):
+        return 1
+    if isinstance(value, np.ndarray):
+        return int(value.size)
+    if isinstance(value, slice):
+        return sum(_numbers_in_setting(v) for v in (value.start, value.stop, value.step))
+    if isinstance(value, tuple | list | frozenset | set):
+        return sum(_numbers_in_setting(v) for v in value)
+    if hasattr(value, "items"):  # (a dict, PyTensor's frozendict)
+        return sum(_numbers_in_setting(k) + _numbers_in_setting(v) for k, v in value.items())
+    if isinstance(value, Op | ScalarOp):
+        return numbers_in_settings(value)
+    return 1  # (cannot be read as numbers: as if it held one)
+
+
+#: Settings rules for Ops some of whose settings carry nothing: fixed by the input types
+#: (which the Op checks), or read by no value.
+_SETTINGS_RULES = {
+    DimShuffle: lambda op: len(op.new_order),  # (its input's number of axes: the type's)
+    # (its signature is its core Op's)
+    Blockwise: lambda op: numbers_in_settings(op.core_op),
+    # (its message and error type reach no value)
+    CheckParameterValue: lambda op: 1,
+}
+
+
 def _numbers_in(constant, arrays: set) -> int:
     """The numbers one use of ``constant`` adds: 1 for a scalar (each use), an array's size
-    the first time (``arrays``: the ids already counted; c·I is one number), none for an
-    object constant (a slice, None: an op's structure)."""
-    data = np.asarray(constant.data)
-    if data.dtype == object:
-        return 0
-    if data.size <= 1:
+    (or, if more, its number of axes: an empty array's lengths are numbers) the first time
+    (``arrays``: the ids already counted; c·I is one number); for data that is not an array
+    (a sparse matrix, a random generator's state, a slice) the numbers it holds
+    (:func:`numbers_held`), the first time."""
+    data = np.asarray(constant.data) if isinstance(constant.data, np.ndarray | np.generic) \
+        else constant.data
+    if isinstance(data, np.ndarray) and data.dtype != object and data.size <= 1 \
+            and data.ndim <= 1:
         return 1
     if id(constant) in arrays:
         return 0
     arrays.add(id(constant))
-    return 1 if scaled_identity(data) else int(data.size)
+    if isinstance(data, np.ndarray) and data.dtype != object:
+        # (its lengths are numbers too: an empty array of shape (0, a₁, …, a₉) holds nine)
+        return 1 if scaled_identity(data) else max(int(data.size), data.ndim)
+    return numbers_held(data)
+
+
+def numbers_held(value) -> int:
+    """How many numbers ``value`` holds, whatever it is: a number one, an array its entries
+    (or lengths), a sparse matrix its stored entries and their positions, a random generator
+    its state, containers what they hold; ``None`` none; anything else that cannot be read
+    as numbers, one. Values are counted, never read.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> numbers_held(np.random.default_rng(0)) > 1
+    True
+    >>> numbers_held(slice(2, 5))
+    2
+    """
+    if value is None:
+        return 0
+    if isinstance(value, bool | int | float | complex | str | np.generic):
+        return 1
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return sum(numbers_held(v) for v in value.flat)
+        return max(int(value.size), value.ndim)
+    if isinstance(value, slice):
+        return sum(numbers_held(v) for v in (value.start, value.stop, value.step))
+    if isinstance(value, tuple | list | set | frozenset):
+        return sum(numbers_held(v) for v in value)
+    if isinstance(value, dict):
+        return sum(numbers_held(k) + numbers_held(v) for k, v in value.items())
+    if isinstance(value, np.random.Generator):
+        return numbers_held(value.bit_generator.state)
+    if isinstance(value, np.random.BitGenerator):
+        return numbers_held(value.state)
+    if hasattr(value, "tocoo"):  # (a SciPy sparse matrix: entries, positions, lengths)
+        coo = value.tocoo()
+        return 3 * int(coo.nnz) + len(coo.shape)
+    return 1
 
 
 def arrays_written(graph_outputs: Sequence[Variable], inner: bool = False) -> list:
@@ -325,11 +445,19 @@ def has_rows(arrays, n: int) -> bool:
     pieces) or a number computed from it cannot be told from a constant of the analysis.
     """
     for a in arrays:
-        value = np.asarray(a.data if isinstance(a, Constant) else a)
-        if value.dtype == object or value.size <= 1:
+        data = a.data if isinstance(a, Constant) else a
+        if not isinstance(data, np.ndarray | np.generic | list | tuple | int | float):
+            # (a sparse matrix, a random generator: by its lengths and the numbers it holds)
+            if n in getattr(data, "shape", ()) or numbers_held(data) >= n:
+                return True
+            continue
+        value = np.asarray(data)
+        if value.dtype == object:
+            if numbers_held(value) >= n:
+                return True
             continue
         if n in value.shape or (value.size >= n and not scaled_identity(value)):
-            return True
+            return True  # (an empty array too: n entries along an axis, or a length n)
     return False
 
 

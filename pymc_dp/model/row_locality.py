@@ -47,15 +47,22 @@ import os
 import weakref
 
 from functools import lru_cache
+from types import (
+    BuiltinFunctionType, BuiltinMethodType, ClassMethodDescriptorType, FunctionType,
+    MethodDescriptorType, MethodType, MethodWrapperType, ModuleType, WrapperDescriptorType,
+)
 
 import numpy as np
 import pymc
+import scipy.special
 import pytensor
 import pytensor.tensor as pt
 
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.ops import DeepCopyOp, FromFunctionOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.op import Op
+from pytensor.graph.type import Type
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar.basic import Cast, ScalarOp, Second
@@ -450,17 +457,109 @@ class _Registry:
         return dict(self._by_type)
 
 
-@lru_cache(maxsize=1024)
 def _from_library(cls: type) -> bool:
     """Whether ``cls`` is defined in PyTensor or PyMC: its module says so, and so does the
-    code that computes its values (a class may name any module as its own)."""
+    code of every method (a class may name any module as its own)."""
+    known = _FROM_LIBRARY.get(cls)
+    if known is not None:
+        return known  # (True while it is being checked: the check under way decides)
     if cls.__module__.split(".")[0] not in _LIBRARIES:
         return False
-    return all(_in_library(fn) for fn in _value_code(cls))
+    _FROM_LIBRARY[cls] = True
+    # (every method, not only those that compute values: RandomVariable.perform calls
+    # rng_fn, shapes come from infer_shape; a class naming PyTensor's module may bring its own)
+    found = _FROM_LIBRARY[cls] = all(
+        library_code(a.fget if isinstance(a, property) else a)
+        for k in cls.__mro__ if k is not object
+        for a in list(vars(k).values())
+        if (callable(a) or isinstance(a, classmethod | staticmethod | property))
+        and not isinstance(a, type)  # (nested classes: checked where they are used)
+    )
+    return found
+
+
+#: What :func:`_from_library` found, by class (weakly: classes made at run time go away).
+_FROM_LIBRARY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def library_code(value, dirs: tuple[str, ...] | None = None) -> bool:
+    """Whether calling ``value`` runs only PyTensor's and PyMC's code (the source files in
+    ``dirs``, by default both libraries'), NumPy's, SciPy's special functions or Python's:
+    a function by the file its code comes from; a method, class or static method by its
+    function; a class by all its methods; NumPy's and SciPy's ufuncs by identity
+    (``np.frompyfunc`` makes one of any function); a PyTensor ``Type`` by its class; any
+    other object, no: a compiled ``pytensor.function`` or an ``OpFromGraph`` is PyTensor's
+    class and runs the graph and storage it holds, ``functools.partial`` what it wraps
+    (an object's ``__func__`` or ``__code__`` attribute says nothing: any object may have
+    one). A function whose code names a library file it does not come from, or a library
+    class patched after it was checked, is not seen: forgeries are out of reach.
+    """
+    dirs = _LIBRARY_DIRS if dirs is None else dirs
+    if isinstance(value, classmethod | staticmethod):
+        value = value.__func__
+    if isinstance(value, MethodType):
+        # (bound to a class, a class method; bound to an object, what the object holds
+        # decides: a compiled function's __call__ runs its graph)
+        if not (isinstance(value.__self__, type) and library_code(value.__self__)):
+            return False
+        value = value.__func__
+    if isinstance(value, FunctionType):
+        return value.__code__.co_filename.startswith(dirs)
+    if isinstance(value, np.ufunc):
+        return any(getattr(m, value.__name__, None) is value for m in (np, scipy.special))
+    if isinstance(value, _C_CALLABLES):
+        # (written in C, so not by the user; bound to an object, it may call that object's
+        # Python methods: judged by the object's class)
+        bound = getattr(value, "__self__", None)
+        return bound is None or isinstance(bound, ModuleType | type) or library_code(type(bound))
+    if isinstance(value, type):
+        # (PyTensor's or PyMC's; or written in C, no Python function anywhere in it:
+        # Python's exceptions, NumPy's arrays)
+        return _from_library(value) or all(
+            not isinstance(a, FunctionType | classmethod | staticmethod | property)
+            for k in value.__mro__ for a in vars(k).values())
+    # (any other object: not by its class alone. A compiled pytensor.function or an
+    # OpFromGraph is PyTensor's class, and runs whatever graph and storage it holds;
+    # a Type only makes variables)
+    return isinstance(value, Type) and _from_library(type(value))
+
+
+_C_CALLABLES = (BuiltinFunctionType, BuiltinMethodType, WrapperDescriptorType, MethodWrapperType,
+                MethodDescriptorType, ClassMethodDescriptorType)
 
 
 #: The methods by which an Op or a scalar Op computes its outputs.
 _VALUE_METHODS = ("perform", "impl", "c_code", "make_thunk")
+
+
+def _holds_foreign_callable(op) -> bool:
+    """Whether ``op`` keeps, among its attributes, something callable that is not known to be
+    PyTensor's, PyMC's, NumPy's or Python's own: PyTensor's ``Print(global_fn=f)`` calls
+    ``f`` with its input, which its output may be a view of, so ``f`` may write anything
+    into the values; an object wrapping a function (``np.vectorize(f)``, a partial) is
+    as good as ``f``."""
+    # (its settings, where an Op takes functions, and what it holds in place of its class's
+    # methods; not the callables PyTensor caches on Ops it compiled: a Composite's Python
+    # function, an Elemwise's ufunc)
+    values = [getattr(op, name, None) for name in getattr(type(op), "__props__", None) or ()]
+    values += [v for k, v in (vars(op).items() if hasattr(op, "__dict__") else ())
+               if callable(getattr(type(op), k, None))]
+    for value in values:
+        if isinstance(value, tuple | list):
+            values.extend(value)
+        elif isinstance(value, dict):
+            values.extend(value.values())
+        elif callable(value) and not _known_callable(value):
+            return True
+    return False
+
+
+def _known_callable(value) -> bool:
+    if isinstance(value, Op | ScalarOp):
+        return not _runs_foreign_code(value)
+    if isinstance(value, Type):
+        return _from_library(type(value))
+    return library_code(value)
 
 
 def _value_code(owner) -> list:
@@ -475,13 +574,6 @@ def _value_code(owner) -> list:
         if where is not None:
             found.append(getattr(where, "__func__", where))
     return found
-
-
-def _in_library(fn) -> bool:
-    code = getattr(fn, "__code__", None)
-    if code is None:  # (a builtin or a NumPy function; else an object standing in for one)
-        return not callable(fn) or type(fn).__module__.split(".")[0] in ("builtins", "numpy")
-    return code.co_filename.startswith(_LIBRARY_DIRS)
 
 
 Rule = Callable[..., list]
@@ -619,8 +711,9 @@ def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
 
 
 def _runs_foreign_code(op) -> bool:
-    if isinstance(op, _USER_CODE_OPS) or not _from_library(type(op)) or _value_code(op):
-        return True  # (the last: an instance given methods of its own)
+    if (isinstance(op, _USER_CODE_OPS) or not _from_library(type(op)) or _value_code(op)
+            or _holds_foreign_callable(op)):
+        return True  # (the last two: an instance given methods or functions of its own)
     scalar = getattr(op, "scalar_op", None)
     if scalar is not None:
         if not _from_library(type(scalar)):

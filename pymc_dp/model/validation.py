@@ -5,11 +5,18 @@ that cannot spread one person's values, and the row-locality gate on every graph
 
 from __future__ import annotations
 
+import os
 import warnings
 
+from types import FunctionType
 
 import numpy as np
+import pymc
 
+from pymc.distributions.custom import CustomDistRV
+from pymc.distributions.distribution import (
+    SymbolicRandomVariable, _support_point, support_point,
+)
 from pymc.initial_point import make_initial_point_expression
 from pymc.vartypes import continuous_types
 from pymc.logprob.abstract import _logprob
@@ -20,7 +27,7 @@ from pytensor.tensor.random.type import RandomType
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.index_bounds import check_index_bounds
-from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, prove_rows_first
+from pymc_dp.model.row_locality import NotRowLocal, foreign_ops, library_code, prove_rows_first
 from pymc_dp.model.stand_ins import likelihood_on_stand_ins
 from pymc_dp.model.data import (
     DatumInput,
@@ -314,11 +321,13 @@ class ModelChecks:
                     or numbers_written([pot], blockers=model.free_RVs) >= n):
                 raise UnsupportedModelError(
                     f"pm.Potential {pot.name!r} reads observed values, pm.Data, a shared "
-                    "variable or an array constant, or holds one number per individual or "
-                    "more (scalar constants, stacked or not). Potentials are added without noise, so "
-                    "they must not hold data; express data terms as observed variables "
-                    "(scalar constants are fine; arrays, also those stacked or joined from "
-                    "scalars or pieces, are not)."
+                    "variable or an array constant, or is, as written, as large as the data: "
+                    "as many constants, operations and their inputs and settings as there "
+                    "are individuals, or more (n numbers can be written in any arrangement). "
+                    "Potentials are added without noise, so they must not hold data; express "
+                    "data terms as observed variables. A long Potential of parameters alone "
+                    "(several pm.logp terms) can be split into several Potentials, each "
+                    "counted on its own."
                 )
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
@@ -328,10 +337,11 @@ class ModelChecks:
                 holds_data = (
                     reads_any([init], data_vars)
                     or any(not isinstance(v, Constant) for v in leaves)
+                    or foreign_ops([init])
                     or has_rows(arrays_written([init], inner=True), n)
                     # (released as a start of as many entries: n − 1 or more carry a
                     # person each, however their numbers are written)
-                    or (_entries(rv) >= max(n - 1, 4) and numbers_written([init]) >= n)
+                    or (_entries(rv, model) >= max(n - 1, 4) and numbers_written([init]) >= n)
                 )
             elif isinstance(init, str) and init != "support_point":
                 # ("prior" draws each chain's start anew, by the variable's random=, which
@@ -352,7 +362,8 @@ class ModelChecks:
                     holds_data = True  # (not numbers: cannot be checked)
             if holds_data:
                 raise UnsupportedModelError(
-                    f"The initial value of {rv.name!r} is computed from data, reads a shared "
+                    f"The initial value of {rv.name!r} is computed from data or by code of its "
+                    "own (as_op), reads a shared "
                     "variable, or is an array of one entry per individual or more; it would "
                     "be released as the chain's first draws, without noise. Initial values "
                     "must be public: leave them to PyMC, or give NumPy arrays of fewer "
@@ -380,13 +391,15 @@ class ModelChecks:
             if not isinstance(v, Constant) and not isinstance(v.type, RandomType)
             and id(getattr(v, "container", None)) not in vouched
         ]
-        if (unvouched or has_rows(arrays_written(start, inner=True), n)
-                or any(_entries(rv) >= max(n - 1, 4) and numbers_written([s]) >= n
-                       for rv, s in zip(model.free_RVs, start))):
+        if (unvouched or foreign_ops(start) or has_rows(arrays_written(start, inner=True), n)
+                or any(_entries(rv, model) >= max(n - 1, 4)
+                       and _support_point_numbers(rv, model) >= n for rv in model.free_RVs)):
             raise UnsupportedModelError(
                 "PyMC's initial point of this model (the variables' support points, e.g. "
                 "a pm.CustomDist's support_point=) reads data, a shared variable not "
-                "declared public, or an array of one entry per individual or more; it would be released as the "
+                "declared public, or an array of one entry per individual or more, runs "
+                "code of its own (as_op), or, for a variable of one entry per individual, "
+                "is as written as large as the data; it would be released as the "
                 "chain's first draws, without noise. Give public initial values with "
                 "initval= (scalars, or arrays of fewer entries than individuals)."
             )
@@ -604,11 +617,62 @@ def _check_values(d: DatumInput, observed_exprs) -> None:
         )
 
 
-def _entries(var) -> float:
-    """The number of entries of ``var`` from its static shape (infinite if unknown).
+def _support_point_numbers(rv, model) -> int:
+    """What the start PyMC gives ``rv`` holds as written
+    (:func:`~pymc_dp.model.constants.numbers_written`), up to the free variables (priors are
+    checked apart): the parameters it is computed from where PyMC's own rule computes it
+    from them (PyMC's rules add nodes, not data: a truncated normal's start measures about
+    80 with them), else the whole support point — a ``pm.CustomDist``, a rule or a class
+    of the user's, and distributions built of others (a mixture's or a truncation's rule
+    calls its components', which may be the user's). An initial value given instead is
+    counted where initial values are checked."""
+    if model.rvs_to_initial_values.get(rv) not in (None, "support_point"):
+        return 0
+    op = rv.owner.op
+    if (isinstance(op, SymbolicRandomVariable | CustomDistRV)
+            or not _pymcs_own(_support_point.dispatch(type(op)))):
+        written = [support_point(rv)]
+    else:
+        written = list(op.dist_params(rv.owner))
+    return numbers_written(written, blockers=model.free_RVs)
+
+
+def _pymcs_own(rule) -> bool:
+    """Whether ``rule`` and what its closure holds (PyMC registers each distribution's
+    ``support_point`` through a closure holding the class's) are PyMC's code."""
+    if not isinstance(rule, FunctionType) or not library_code(rule, (_PYMC_DIR,)):
+        return False
+    held = [c.cell_contents for c in rule.__closure__ or () if _filled(c)]
+    return all(library_code(h) for h in held if callable(h))
+
+
+def _filled(cell) -> bool:
+    try:
+        _ = cell.cell_contents
+    except ValueError:  # (a cell not yet filled)
+        return False
+    return True
+
+
+_PYMC_DIR = os.path.dirname(os.path.abspath(pymc.__file__)) + os.sep
+
+
+def _entries(var, model) -> float:
+    """The number of entries of ``var``: from its static shape, its dims' lengths, or its
+    shape computed (infinite if none can be had).
 
     A start of n − 1 entries or more can carry every person's number; below four entries
     (n < 5, where PyMC's own start of a scalar holds as many numbers as there are people)
     a start is taken as one of the analysis."""
     shape = getattr(var.type, "shape", ())
-    return np.inf if None in shape else float(np.prod(shape))
+    if None not in shape:
+        return float(np.prod(shape))
+    # (dims: lengths the results show; a length of data is a shape released too)
+    dims = model.named_vars_to_dims.get(var.name) or ()
+    lengths = [model.dim_lengths.get(d) for d in dims]
+    if len(lengths) == var.ndim and all(isinstance(v, SharedVariable | Constant) for v in lengths):
+        return float(np.prod([numeric_value(v) for v in lengths]))
+    try:
+        return float(np.prod(var.shape.eval()))
+    except Exception:  # (not computable before sampling: as if unbounded)
+        return np.inf

@@ -367,8 +367,9 @@ class PosteriorSampling(FixedSettings):
         self.deterministics_reading_data = self.private_model.deterministics_reading_data
         if self.deterministics_reading_data:
             warn(
-                f"Deterministics {self.deterministics_reading_data} are computed from data; "
-                "they are left out of the release.",
+                f"Deterministics {self.deterministics_reading_data} may hold data (computed "
+                "from data, holding arrays of values or code of their own, or as large as "
+                "the data as written); they are left out of the release.",
                 UserWarning,
             )
 

@@ -147,8 +147,8 @@ def sample(
             raise ValueError(f"var_names {unknown} are not variables of the model.")
         if private_names & set(var_names):
             raise ValueError(
-                f"{sorted(private_names & set(var_names))} are computed from data and cannot "
-                "be released."
+                f"{sorted(private_names & set(var_names))} may hold data (computed from "
+                "data, or as large as the data as written) and cannot be released."
             )
 
     # A run whose warm-up for all chains was paid for by an earlier call that then failed

@@ -374,8 +374,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
         private_deterministics = data_dependent_deterministics(model)
         if private_deterministics:
             warn(
-                f"Deterministics {private_deterministics} are computed "
-                "from data. pm.sample would record them in the trace without noise; "
+                f"Deterministics {private_deterministics} may hold data (computed from "
+                "data, holding arrays of values or code of their own, or as large as the "
+                "data as written). pm.sample would record them in the trace without noise; "
                 "pymc_dp.sample leaves them out and pymc_dp.release removes them. (Some "
                 "PyMC distributions add their own: OrderedLogistic's and OrderedProbit's "
                 "'…_probs' unless compute_p=False.)",

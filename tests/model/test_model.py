@@ -692,3 +692,20 @@ def test_a_dimension_length_read_as_a_value_is_refused_unless_a_variable_has_it(
         z = pm.ZeroSumNormal("z", dims="g")
         pm.Normal("y", z[0], 1.0, observed=y)
     PrivateModel(m)
+
+
+def test_a_deterministic_reading_index_arrays_counts_them_as_numbers():
+    # (an LKJ's correlations and scales scatter a triangle's indices: they were withheld
+    # as if the index arrays were data; indices count as numbers, values stay withheld)
+    import pytensor.tensor as pt
+
+    y = np.random.default_rng(0).normal(size=100)
+    with pm.Model() as m:
+        chol, corr, stds = pm.LKJCholeskyCov(
+            "c", n=3, eta=2, sd_dist=pm.Exponential.dist(1), compute_corr=True)
+        b = pm.Normal("b", shape=2)
+        pm.Deterministic("picked", b[np.arange(100) % 2])  # (n indices: n numbers)
+        pm.Deterministic("part", b[0] + pt.as_tensor(y[:2]))  # (two values: withheld)
+        pm.Deterministic("few", b[np.array([1, 0])])  # (two indices: kept)
+        pm.Normal("obs", chol[0, 0] + b.sum(), 1, observed=y)
+    assert sorted(data_dependent_deterministics(m)) == ["part", "picked"]

@@ -15,6 +15,7 @@ import pytensor.tensor as pt
 import pytest
 
 from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.basic import Constant
 
 import pymc_dp
 
@@ -529,3 +530,327 @@ def test_lengths_of_dims_no_variable_has_are_not_a_public_start():
         pm.Normal("y", x_true, 1.0, observed=Y)
     with pytest.raises(UnsupportedModelError, match="support_point"):
         PrivateModel(m)
+
+
+# ------------------------------------------------------- the eighth review (session 38)
+def _ages_in_settings():
+    """The ages as the offsets of n diagonals of a public table, read back as lengths: no
+    constant of the graph holds an age, the Ops' settings do."""
+    from pytensor.tensor.basic import ExtractDiag
+
+    table = pt.zeros((200, 200))
+    lengths = pt.concatenate([ExtractDiag(offset=int(a))(table).shape for a in AGES])
+    return pt.cast(200 - lengths, "float64")
+
+
+def _as_op_ages():
+    from pytensor.compile.ops import as_op
+
+    @as_op(itypes=[pt.dscalar], otypes=[pt.dvector])
+    def ages(_):
+        return AGES.astype(float)  # (from its closure)
+
+    return ages(pt.constant(0.0, dtype="float64"))
+
+
+def _ages_through_print():
+    """PyTensor's own Print, handed a function that writes the ages into its output."""
+    from pytensor.printing import Print
+
+    def fill(op, x):
+        x.setflags(write=True)
+        x[...] = AGES
+
+    return Print("", attrs=(), global_fn=fill)(pt.empty(N) * 1.0)
+
+
+def _ages_in_unary():
+    """Each age as a sum of that many ones: one constant, no settings."""
+    one = pt.exp(pt.constant(0.0))
+    return pt.stack([pt.add(*[one] * int(a)) for a in AGES])
+
+
+def _ages_in_empty_shapes():
+    """The ages as the lengths of four empty arrays (no entries)."""
+    parts = [pt.shape(pt.constant(np.empty((0, *AGES[i:i + 9].tolist()))))[1:]
+             for i in range(0, N, 9)]
+    return pt.cast(pt.concatenate(parts), "float64")
+
+
+def _ages_in_added_axes():
+    """Each age's digits as the numbers of axes added to a scalar, read back."""
+    base = pt.exp(pt.constant(0.0))
+
+    def digit(d):
+        return pt.shape(pt.shape(base.dimshuffle(*["x"] * int(d))))
+
+    return pt.cast(10 * pt.concatenate([digit(a // 10) for a in AGES])
+                   + pt.concatenate([digit(a % 10) for a in AGES]), "float64")
+
+
+def _ages_through_print_of_a_vectorized_function():
+    """Print handed np.vectorize of a function: a NumPy object, the function inside."""
+    from pytensor.printing import Print
+
+    def fill(op, x):
+        x.setflags(write=True)
+        x[...] = AGES
+
+    fill = np.vectorize(fill, excluded={0, 1}, otypes=[object])
+    return Print("", attrs=(), global_fn=fill)(pt.empty(N) * 1.0)
+
+
+def _ages_in_a_sparse_constant():
+    import pytensor.sparse as psp
+    import scipy.sparse as sps
+
+    sparse = psp.as_sparse_variable(sps.csr_matrix(AGES.astype(float)[None, :]))
+    return psp.dense_from_sparse(sparse)[0]
+
+
+def _ages_in_a_generators_state():
+    """The ages as the first words of a constant Mersenne Twister's state, drawn."""
+    from pytensor.tensor.random.type import RandomGeneratorType
+
+    def untemper(y):
+        y ^= y >> 18
+        y ^= (y << 15) & 0xEFC60000
+        t = y
+        for _ in range(5):
+            t = y ^ ((t << 7) & 0x9D2C5680)
+        y = t = t & 0xFFFFFFFF
+        for _ in range(3):
+            t = y ^ (t >> 11)
+        return t & 0xFFFFFFFF
+
+    bits = np.random.MT19937(0)
+    state = bits.state
+    state["state"]["key"][:N] = [untemper(int(a)) for a in AGES]
+    state["state"]["pos"] = 0
+    bits.state = state
+    rng = Constant(RandomGeneratorType(), np.random.Generator(bits))
+    return pt.cast(pt.random.integers(0, 2**32, size=N, rng=rng), "float64")
+
+
+def _ages_in_a_blockwise_composite():
+    """n scalar constants in a Composite's scalar graph, its Elemwise a Blockwise's core."""
+    import pytensor.scalar as ps
+
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.elemwise import Elemwise
+
+    i = ps.float64("i")
+    out = ps.constant(0.0)
+    for k, a in enumerate(AGES):
+        out = ps.switch(ps.eq(i, float(k)), ps.constant(float(a)), out)
+    core = Elemwise(ps.Composite([i], [out]))
+    return Blockwise(core, signature="()->()")(pt.arange(N, dtype="float64"))
+
+
+def _ages_drawn_by_a_class_naming_pytensor():
+    """A RandomVariable whose class says it is PyTensor's, with a draw function of its own."""
+    import pytensor
+
+    from pytensor.tensor.random.op import RandomVariable
+
+    def draw(cls, rng, mu, size):
+        return AGES.astype(float) + 0 * mu
+
+    spoof = type("AgesRV", (RandomVariable,), {
+        "__module__": "pytensor.tensor.random.basic", "name": "ages", "signature": "()->()",
+        "dtype": "floatX", "rng_fn": classmethod(draw)})
+    return spoof()(0.0, size=N, rng=pytensor.shared(np.random.default_rng(0)))
+
+
+@pytest.mark.filterwarnings("ignore:pytensor.as_op is deprecated")
+@pytest.mark.parametrize("source", [
+    _ages_in_settings, _as_op_ages, _ages_through_print, _ages_in_unary,
+    _ages_in_empty_shapes, _ages_in_added_axes, _ages_through_print_of_a_vectorized_function,
+    _ages_in_a_sparse_constant, _ages_in_a_generators_state, _ages_in_a_blockwise_composite,
+    _ages_drawn_by_a_class_naming_pytensor])
+def test_numbers_written_in_any_arrangement_are_not_released(source):
+    # (each was released: a Deterministic's draws equalled the ages under DPHMC or
+    # DPPenalty at ε = 1; the reviews of session 38)
+    from pymc_dp.model import data_dependent_deterministics
+
+    assert np.array_equal(source().eval(), AGES)  # (the construction does hold them)
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Deterministic("ages", mu * 0 + source())
+        pm.Deterministic("kept", mu + 1.0)
+        pm.Normal("y", mu, 1, observed=Y)
+    assert data_dependent_deterministics(m) == ["ages"]
+
+    def logp(v, mu):
+        return -0.5 * ((v - mu) / 100.0) ** 2
+
+    places = {
+        "initial value of 'x'": lambda: pm.Normal("x", 50, 30, shape=N, initval=source()),
+        "support_point": lambda: pm.CustomDist(
+            "x", 0.0, logp=logp, shape=N, support_point=lambda rv, size, mu: source() + mu),
+        "prior of 'x'": lambda: pm.Normal("x", source(), 30, shape=N),
+        "pm.Potential 'pin'": lambda: pm.Potential(
+            "pin", -0.5 * pt.sum((pm.Normal("x", 50, 30) - source()) ** 2)),
+    }
+    for match, place in places.items():
+        with pm.Model() as m:
+            x = place()
+            pm.Normal("y", pm.Normal("mu", 0, 10) + 0 * (x if x.ndim == 0 else x.sum()),
+                      1, observed=Y)
+        # (or refused by an earlier check: an array with a length n (the empty arrays), a
+        # computation across the rows of an array of n entries (the sparse ages), or by
+        # PyMC itself, which has no density for a prior that draws)
+        also = "|arrays with one entry per individual|across the rows|Random variables detected"
+        with pytest.raises((UnsupportedModelError, ValueError), match=match + also):
+            PrivateModel(m)
+
+
+def test_an_ops_settings_count_as_numbers():
+    from pymc_dp.model.constants import numbers_in_settings
+
+    v = pt.vector("v")
+    assert numbers_in_settings(pt.exp(v).owner.op) == 0
+    assert numbers_in_settings(v.sum(axis=0).owner.op) >= 1  # (the axis)
+    assert numbers_in_settings(pt.matrix("m").T.owner.op) == 2  # (the order of the axes)
+    assert numbers_in_settings(v[None].owner.op) == 2  # (where the axis is added)
+
+
+def _ages_through_print_of_an_object_naming_pytensors_function():
+    """Print handed an object whose ``__func__`` is PyTensor's own printer: its ``__call__``
+    is what runs."""
+    from pytensor.printing import Print, _print_fn
+
+    class Fill:
+        __func__ = _print_fn
+
+        def __call__(self, op, x):
+            x.setflags(write=True)
+            x[...] = AGES
+
+    return Print("", attrs=(), global_fn=Fill())(pt.empty(N) * 1.0)
+
+
+def _ages_through_print_of_a_compiled_function():
+    """Print handed a compiled pytensor.function (PyTensor's class) that writes the ages,
+    held in its own shared storage, into its output."""
+    import pytensor
+
+    from pytensor.link.c.type import generic
+    from pytensor.printing import Print
+
+    x = pt.dvector("x")
+    secret = pytensor.shared(AGES.astype(float))
+    fill = pytensor.function(
+        [generic(), pytensor.In(x, mutable=True)],
+        pt.inc_subtensor(pt.inc_subtensor(x[:-1], secret[:-1] - x[:-1])[-1:],
+                         secret[-1:] - x[-1:]),
+        accept_inplace=True, on_unused_input="ignore",
+        mode=pytensor.compile.mode.Mode(linker="cvm", optimizer="fast_run"))
+    # (a buffer of its own: PyTensor folds constants into read-only arrays)
+    drawn = pt.random.normal(rng=pytensor.shared(np.random.default_rng(0)))
+    return Print("", attrs=(), global_fn=fill)(pt.alloc(drawn, N))
+
+
+@pytest.mark.parametrize("source", [_ages_through_print_of_an_object_naming_pytensors_function,
+                                    _ages_through_print_of_a_compiled_function])
+def test_a_callable_is_judged_by_what_it_runs_not_by_its_class_or_names(source):
+    from pymc_dp.model import data_dependent_deterministics
+
+    assert np.array_equal(source().eval(), AGES)
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 10)
+        pm.Deterministic("ages", mu * 0 + source())
+        pm.Normal("y", mu, 1, observed=Y)
+    assert data_dependent_deterministics(m) == ["ages"]
+
+
+def _ages_with_a_draw():
+    """The ages held in settings, plus nothing drawn: no piece is an expression of
+    constants alone, so only the measure of what is written can catch it."""
+    import pytensor
+
+    noise = pt.random.normal(rng=pytensor.shared(np.random.default_rng(0)))
+    return _ages_in_settings() + 0 * noise
+
+
+def _start_logp(v, mu):
+    return -0.5 * ((v - mu) / 100.0) ** 2
+
+
+def _ages_start(rv, size, mu):
+    return _ages_with_a_draw() + 0 * pt.sum(mu)
+
+
+def _custom_component(mu):
+    return pm.CustomDist.dist(mu, logp=_start_logp, support_point=_ages_start, shape=N)
+
+
+class _AgesStart:  # (a class: calling it runs its __new__)
+    def __new__(cls, rv, size, mu, b):
+        return _ages_with_a_draw() + 0 * pt.sum(mu)
+
+
+class _AgesStartNamingPyMC:  # (an object whose __func__ is PyMC's rule)
+    __func__ = pm.Laplace.support_point
+
+    def __call__(self, rv, size, mu, b):
+        return _ages_with_a_draw() + 0 * pt.sum(mu)
+
+
+def _laplace_subclass(rule):
+    from pytensor.tensor.random.basic import laplace
+
+    return type("AgesLaplace", (pm.Laplace,), {"rv_op": laplace, "support_point": rule})
+
+
+def _ages_start_graph():
+    """An OpFromGraph (PyTensor's class) computing the ages from the rule's inputs."""
+    from pytensor.compile.builders import OpFromGraph
+
+    rv, size = pt.dvector(), pt.lvector()
+    mu, b = pt.tensor(dtype="float32", shape=(1,)), pt.tensor(dtype="float32", shape=(1,))
+    ages = pt.zeros(N) + 0 * mu.sum()
+    for i, a in enumerate(AGES):
+        ages = pt.set_subtensor(ages[i], float(a) + 0 * mu.sum())
+    return OpFromGraph([rv, size, mu, b], [ages], on_unused_input="ignore")
+
+
+STARTS_COMPUTED_BY_USER_CODE = {
+    "a mixture of custom components": lambda: pm.Mixture(
+        "x", w=[0.5, 0.5], comp_dists=[_custom_component(0.0), _custom_component(0.0)],
+        shape=N),
+    "a truncated custom distribution": lambda: pm.Truncated(
+        "x", pm.CustomDist.dist(
+            0.0, logp=_start_logp, support_point=_ages_start, shape=N,
+            logcdf=lambda v, mu: pm.logcdf(pm.Normal.dist(mu, 100.0), v),
+            random=lambda mu, rng=None, size=None: rng.normal(mu, 100.0, size=size)),
+        lower=0.0, upper=200.0, shape=N),
+    "a distribution whose support point is a class": lambda: _laplace_subclass(
+        _AgesStart)("x", 0.0, 100.0, shape=N),
+    "... an object naming PyMC's rule": lambda: _laplace_subclass(
+        _AgesStartNamingPyMC())("x", 0.0, 100.0, shape=N),
+    "... an OpFromGraph": lambda: _laplace_subclass(_ages_start_graph())(
+        "x", 0.0, 100.0, shape=N),
+}
+
+
+@pytest.mark.parametrize("build", STARTS_COMPUTED_BY_USER_CODE.values(),
+                         ids=STARTS_COMPUTED_BY_USER_CODE.keys())
+def test_a_start_computed_by_code_of_the_users_is_measured_whole(build):
+    # (PyMC's rules of a mixture and a truncation call their components' (the user's);
+    # a Distribution subclass's rule is registered through a closure of PyMC's that holds
+    # the user's class or object: only the parameters were measured, and the chains
+    # started at the ages, released as their first draws)
+    from pymc.distributions.distribution import _support_point
+    from pytensor.tensor.random.basic import LaplaceRV
+
+    pymcs = _support_point.dispatch(LaplaceRV)
+    try:
+        with pm.Model() as m:
+            pm.Normal("mu", 0, 10)
+            build()
+            pm.Normal("y", 0, 1, observed=Y)
+        with pytest.raises(UnsupportedModelError, match="support_point"):
+            PrivateModel(m)
+    finally:  # (a subclass registers its rule for PyTensor's LaplaceRV, for everyone)
+        _support_point.register(LaplaceRV)(pymcs)

@@ -32,7 +32,7 @@ def regression_model():
 @pytest.fixture(scope="module")
 def released(regression_model):
     with regression_model:
-        with pytest.warns(UserWarning, match="computed from data"):
+        with pytest.warns(UserWarning, match="may hold data"):
             step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
         idata = pymc_dp.sample(step=step, draws=100, tune=100, chains=2, random_seed=3, **SAMPLE)
     return idata, step
@@ -206,7 +206,7 @@ def test_release_drops_coordinates_no_released_variable_uses(tmp_path):
         mu = pm.Normal("mu", 0, 5)
         pm.Deterministic("fit", mu * x, dims="obs_id")  # computed from data: left out
         pm.Normal("y", mu, 1.0, observed=y, dims="obs_id")
-        with pytest.warns(UserWarning, match="computed from data"):
+        with pytest.warns(UserWarning, match="may hold data"):
             steps = [pymc_dp.DPPenalty(eps=1.0, clip_bound=2.0, chains=1) for _ in range(2)]
         raw = pm.sample(draws=5, tune=0, chains=1, random_seed=0, step=steps[0], **SAMPLE)
         result = pymc_dp.sample(step=steps[1], draws=5, tune=0, chains=1, random_seed=0,
