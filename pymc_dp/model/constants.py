@@ -222,21 +222,11 @@ def numbers_in_settings(op) -> int:
 
 
 def _numbers_in_setting(value) -> int:
-    if value is None or isinstance(value, Variable | FunctionGraph):
+    if isinstance(value, Variable | FunctionGraph):
         return 0  # (inner graphs: counted where they are walked)
-    if isinstance(value, bool | int | float | complex | str | np.generic):
-        return 1
-    if isinstance(value, np.ndarray):
-        return int(value.size)
-    if isinstance(value, slice):
-        return sum(_numbers_in_setting(v) for v in (value.start, value.stop, value.step))
-    if isinstance(value, tuple | list | frozenset | set):
-        return sum(_numbers_in_setting(v) for v in value)
-    if hasattr(value, "items"):  # (a dict, PyTensor's frozendict)
-        return sum(_numbers_in_setting(k) + _numbers_in_setting(v) for k, v in value.items())
     if isinstance(value, Op | ScalarOp):
         return numbers_in_settings(value)
-    return 1  # (cannot be read as numbers: as if it held one)
+    return numbers_held(value, _numbers_in_setting)
 
 
 #: Settings rules for Ops some of whose settings carry nothing: fixed by the input types
@@ -270,11 +260,12 @@ def _numbers_in(constant, arrays: set) -> int:
     return numbers_held(data)
 
 
-def numbers_held(value) -> int:
-    """How many numbers ``value`` holds, whatever it is: a number one, an array its entries
-    (or lengths), a sparse matrix its stored entries and their positions, a random generator
-    its state, containers what they hold; ``None`` none; anything else that cannot be read
-    as numbers, one. Values are counted, never read.
+def numbers_held(value, each=None) -> int:
+    """How many numbers ``value`` holds, whatever it is: a number, flag or name one, an
+    array its entries (or lengths), a sparse matrix its stored entries and their positions,
+    a random generator its state, containers what they hold (each item counted by ``each``,
+    by default this); ``None`` none; anything else that cannot be read as numbers, one.
+    Values are counted, never read.
 
     Examples
     --------
@@ -284,24 +275,25 @@ def numbers_held(value) -> int:
     >>> numbers_held(slice(2, 5))
     2
     """
+    each = each or numbers_held
     if value is None:
         return 0
     if isinstance(value, bool | int | float | complex | str | np.generic):
         return 1
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            return sum(numbers_held(v) for v in value.flat)
+            return sum(each(v) for v in value.flat)
         return max(int(value.size), value.ndim)
     if isinstance(value, slice):
-        return sum(numbers_held(v) for v in (value.start, value.stop, value.step))
+        return sum(each(v) for v in (value.start, value.stop, value.step))
     if isinstance(value, tuple | list | set | frozenset):
-        return sum(numbers_held(v) for v in value)
-    if isinstance(value, dict):
-        return sum(numbers_held(k) + numbers_held(v) for k, v in value.items())
+        return sum(each(v) for v in value)
+    if hasattr(value, "items"):  # (a dict, PyTensor's frozendict)
+        return sum(each(k) + each(v) for k, v in value.items())
     if isinstance(value, np.random.Generator):
-        return numbers_held(value.bit_generator.state)
+        return each(value.bit_generator.state)
     if isinstance(value, np.random.BitGenerator):
-        return numbers_held(value.state)
+        return each(value.state)
     if hasattr(value, "tocoo"):  # (a SciPy sparse matrix: entries, positions, lengths)
         coo = value.tocoo()
         return 3 * int(coo.nnz) + len(coo.shape)
