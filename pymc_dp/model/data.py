@@ -168,16 +168,15 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     would put the data, without noise, into the trace. :func:`pymc_dp.sample` leaves them
     out and :func:`pymc_dp.release` strips them. One counts if it reads a private data
     variable (:func:`private_data_variables`: containers declared public with
-    :func:`public_data` are not), an array constant of values anywhere in its graph, inner
-    graphs included (NumPy arrays written into the model may be data; index arrays and
-    shapes count as numbers), one number per person or
-    more written as scalars (:func:`~pymc_dp.model.constants.numbers_written`), the length
-    of a dimension no variable has (:func:`read_unshaped_lengths`: it may be a count of
-    data), or an Op running code of its own (``as_op``: its closure may hold data).
+    :func:`public_data` are not), an array constant anywhere in its graph, inner graphs
+    included (NumPy arrays written into the model may be data, also as indices or shapes:
+    an LKJ's ``_corr`` and ``_stds`` scatter a triangle's indices and are left out too),
+    if it is as large as the data as written (n numbers can be
+    written in any arrangement: :func:`~pymc_dp.model.constants.numbers_written`), reads
+    the length of a dimension no variable has (:func:`read_unshaped_lengths`: it may be a
+    count of data), or runs code of its own (``as_op``: its closure may hold data).
     """
-    from pymc_dp.model.constants import (
-        constant_uses, numbers_held, numbers_written, structural_use,
-    )
+    from pymc_dp.model.constants import constant_uses, numbers_held, numbers_written
     from pymc_dp.model.row_locality import foreign_ops
 
     model = modelcontext(model)
@@ -188,11 +187,11 @@ def data_dependent_deterministics(model: Model | None = None) -> list[str]:
     names = []
     for d in model.deterministics:
         graph = model.replace_rvs_by_values([d])
-        # (an array of values may be a part of the data; index arrays and shapes, PyMC's
-        # own (an LKJ's correlations scatter a triangle's indices), count as numbers)
+        # (any array: a part of the data, as values, as indices read back as values or
+        # as positions written, as a shape read back; not only n of them)
         if (reads_any(graph, data_vars) or foreign_ops(graph)
-                or any(numbers_held(c.data) > 1 and (node is None or not structural_use(node, k))
-                       for c, node, k in constant_uses(graph))
+                or any(np.size(c.data) > 1 if isinstance(c.data, np.ndarray)
+                       else numbers_held(c.data) > 1 for c, _, _ in constant_uses(graph))
                 or numbers_written([d], blockers=model.free_RVs) >= n):
             names.append(d.name)
     return names

@@ -12,6 +12,7 @@ from types import FunctionType
 
 import numpy as np
 import pymc
+import pytensor
 
 from pymc.distributions.custom import CustomDistRV
 from pymc.distributions.distribution import (
@@ -329,6 +330,7 @@ class ModelChecks:
                     "(several pm.logp terms) can be split into several Potentials, each "
                     "counted on its own."
                 )
+        entries = _entries(model)
         for rv, init in model.rvs_to_initial_values.items():
             if isinstance(init, Variable):
                 # (a symbolic initial value reads constants only: a shared variable's value
@@ -341,7 +343,7 @@ class ModelChecks:
                     or has_rows(arrays_written([init], inner=True), n)
                     # (released as a start of as many entries: n − 1 or more carry a
                     # person each, however their numbers are written)
-                    or (_entries(rv, model) >= max(n - 1, 4) and numbers_written([init]) >= n)
+                    or (entries[rv] >= max(n - 1, 4) and numbers_written([init]) >= n)
                 )
             elif isinstance(init, str) and init != "support_point":
                 # ("prior" draws each chain's start anew, by the variable's random=, which
@@ -363,8 +365,9 @@ class ModelChecks:
             if holds_data:
                 raise UnsupportedModelError(
                     f"The initial value of {rv.name!r} is computed from data or by code of its "
-                    "own (as_op), reads a shared "
-                    "variable, or is an array of one entry per individual or more; it would "
+                    "own (as_op), reads a shared variable, is an array of one entry per "
+                    "individual or more, or, for a variable of one entry per individual, is "
+                    "as written as large as the data; it would "
                     "be released as the chain's first draws, without noise. Initial values "
                     "must be public: leave them to PyMC, or give NumPy arrays of fewer "
                     "entries than individuals; an array of n entries or more, even all "
@@ -392,7 +395,7 @@ class ModelChecks:
             and id(getattr(v, "container", None)) not in vouched
         ]
         if (unvouched or foreign_ops(start) or has_rows(arrays_written(start, inner=True), n)
-                or any(_entries(rv, model) >= max(n - 1, 4)
+                or any(entries[rv] >= max(n - 1, 4)
                        and _support_point_numbers(rv, model) >= n for rv in model.free_RVs)):
             raise UnsupportedModelError(
                 "PyMC's initial point of this model (the variables' support points, e.g. "
@@ -657,22 +660,20 @@ def _filled(cell) -> bool:
 _PYMC_DIR = os.path.dirname(os.path.abspath(pymc.__file__)) + os.sep
 
 
-def _entries(var, model) -> float:
-    """The number of entries of ``var``: from its static shape, its dims' lengths, or its
-    shape computed (infinite if none can be had).
+def _entries(model) -> dict:
+    """The number of entries of each free variable: from its static shape, else its shape
+    computed (infinite if it cannot be). Not from its dims: ``shape=`` wins over ``dims`` in
+    PyMC, and a variable may have more entries than its dims' lengths say.
 
     A start of n − 1 entries or more can carry every person's number; below four entries
     (n < 5, where PyMC's own start of a scalar holds as many numbers as there are people)
     a start is taken as one of the analysis."""
-    shape = getattr(var.type, "shape", ())
-    if None not in shape:
-        return float(np.prod(shape))
-    # (dims: lengths the results show; a length of data is a shape released too)
-    dims = model.named_vars_to_dims.get(var.name) or ()
-    lengths = [model.dim_lengths.get(d) for d in dims]
-    if len(lengths) == var.ndim and all(isinstance(v, SharedVariable | Constant) for v in lengths):
-        return float(np.prod([numeric_value(v) for v in lengths]))
-    try:
-        return float(np.prod(var.shape.eval()))
+    sizes = {rv: float(np.prod(rv.type.shape)) for rv in model.free_RVs
+             if None not in rv.type.shape}
+    unknown = [rv for rv in model.free_RVs if rv not in sizes]
+    try:  # (one compiled function for all: a shape released with the results anyway)
+        shapes = pytensor.function([], [rv.shape for rv in unknown])() if unknown else []
     except Exception:  # (not computable before sampling: as if unbounded)
-        return np.inf
+        shapes = [np.inf] * len(unknown)
+    sizes.update({rv: float(np.prod(shape)) for rv, shape in zip(unknown, shapes)})
+    return sizes

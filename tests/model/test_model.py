@@ -694,18 +694,20 @@ def test_a_dimension_length_read_as_a_value_is_refused_unless_a_variable_has_it(
     PrivateModel(m)
 
 
-def test_a_deterministic_reading_index_arrays_counts_them_as_numbers():
-    # (an LKJ's correlations and scales scatter a triangle's indices: they were withheld
-    # as if the index arrays were data; indices count as numbers, values stay withheld)
+def test_a_deterministic_holding_any_array_constant_is_left_out():
+    # (a review: exempting index arrays and shapes (so that an LKJ's _corr and _stds, which
+    # scatter a triangle's indices, were released) released 5 ages read back as indices,
+    # written as positions, or read back as a shape; and, split over three Deterministics
+    # of 10, all 30)
     import pytensor.tensor as pt
 
-    y = np.random.default_rng(0).normal(size=100)
+    ages = np.array([34, 71, 19, 52, 46])
     with pm.Model() as m:
-        chol, corr, stds = pm.LKJCholeskyCov(
-            "c", n=3, eta=2, sd_dist=pm.Exponential.dist(1), compute_corr=True)
-        b = pm.Normal("b", shape=2)
-        pm.Deterministic("picked", b[np.arange(100) % 2])  # (n indices: n numbers)
-        pm.Deterministic("part", b[0] + pt.as_tensor(y[:2]))  # (two values: withheld)
-        pm.Deterministic("few", b[np.array([1, 0])])  # (two indices: kept)
-        pm.Normal("obs", chol[0, 0] + b.sum(), 1, observed=y)
-    assert sorted(data_dependent_deterministics(m)) == ["part", "picked"]
+        b = pm.Normal("b")
+        pm.Deterministic("read_back", b + pt.arange(100)[ages])
+        pm.Deterministic("positions", b + pt.zeros(100)[ages].set(1.0))
+        pm.Deterministic("a_shape", b + pt.reshape(pt.zeros(int(np.prod(ages[:3]))),
+                                                   ages[:3]).shape)
+        pm.Deterministic("kept", 2 * b)
+        pm.Normal("obs", b, 1, observed=np.random.default_rng(0).normal(size=30))
+    assert sorted(data_dependent_deterministics(m)) == ["a_shape", "positions", "read_back"]

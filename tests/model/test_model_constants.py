@@ -854,3 +854,16 @@ def test_a_start_computed_by_code_of_the_users_is_measured_whole(build):
             PrivateModel(m)
     finally:  # (a subclass registers its rule for PyTensor's LaplaceRV, for everyone)
         _support_point.register(LaplaceRV)(pymcs)
+
+
+def test_a_start_is_measured_by_the_variables_true_size_not_its_dims():
+    # (shape= wins over dims in PyMC: a variable of 29 entries declared on a dim of 2 had
+    # its 29 ages as initial value measured as if it had 2 entries, and released them)
+    ages = _stacked(AGES[: N - 1]) + pt.constant(0.0)
+    with pm.Model(coords={"p": ["a", "b"]}) as m:
+        pm.Normal("y", pm.Normal("mu", 0, 1), 1, observed=Y)
+        lengths = pm.Data("lengths", np.zeros(N - 1))
+        pymc_dp.public_data(lengths)
+        pm.Normal("x", 0, 100, shape=lengths.shape, dims="p", initval=ages)
+    with pytest.raises(UnsupportedModelError, match="initial value of 'x'"):
+        PrivateModel(m)
