@@ -58,6 +58,7 @@ import scipy.special
 import pytensor
 import pytensor.tensor as pt
 
+from pytensor import configparser
 from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.ops import DeepCopyOp, FromFunctionOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
@@ -491,10 +492,16 @@ def library_code(value, dirs: tuple[str, ...] | None = None) -> bool:
     other object, no: a compiled ``pytensor.function`` or an ``OpFromGraph`` is PyTensor's
     class and runs the graph and storage it holds, ``functools.partial`` what it wraps
     (an object's ``__func__`` or ``__code__`` attribute says nothing: any object may have
-    one). A function whose code names a library file it does not come from, or a library
-    class patched after it was checked, is not seen: forgeries are out of reach.
+    one). A library function runs what it was made with too (``pymc.util.biwrap(f)`` is
+    PyMC's function calling ``f``): what its closure and defaults hold must be library
+    code or plain values (:func:`_inert`). A function whose code names a library file it
+    does not come from, or a library class patched after it was checked, is not seen:
+    forgeries are out of reach.
     """
-    dirs = _LIBRARY_DIRS if dirs is None else dirs
+    return _library_code(value, _LIBRARY_DIRS if dirs is None else dirs, set())
+
+
+def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
     if isinstance(value, classmethod | staticmethod):
         value = value.__func__
     if isinstance(value, MethodType):
@@ -504,7 +511,12 @@ def library_code(value, dirs: tuple[str, ...] | None = None) -> bool:
             return False
         value = value.__func__
     if isinstance(value, FunctionType):
-        return value.__code__.co_filename.startswith(dirs)
+        if not value.__code__.co_filename.startswith(dirs):
+            return False
+        seen.add(id(value))
+        held = [c.cell_contents for c in value.__closure__ or () if _filled(c)]
+        held += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+        return all(_inert(h, seen) for h in held)
     if isinstance(value, np.ufunc):
         return any(getattr(m, value.__name__, None) is value for m in (np, scipy.special))
     if isinstance(value, _C_CALLABLES):
@@ -524,26 +536,68 @@ def library_code(value, dirs: tuple[str, ...] | None = None) -> bool:
     return isinstance(value, Type) and _from_library(type(value))
 
 
+def _inert(value, seen: set) -> bool:
+    """Whether ``value``, held by a library function's closure or defaults, runs only
+    library code if that function calls it: a plain value, library code, an Op of its
+    library's classes without an inner graph or a Type, or an object of a library class
+    whose attributes are all inert; anything else, no (fail closed)."""
+    if id(value) in seen or value is None or isinstance(value, (*_PLAIN, *_CONFIG)):
+        return True
+    seen.add(id(value))
+    if isinstance(value, tuple | list | set | frozenset):
+        return all(_inert(v, seen) for v in value)
+    if isinstance(value, dict):
+        return all(_inert(k, seen) and _inert(v, seen) for k, v in value.items())
+    if isinstance(value, ModuleType):
+        return value.__name__.split(".")[0] in _LIBRARIES
+    if isinstance(value, Type):
+        return _from_library(type(value))
+    if isinstance(value, Op):
+        # (an inner graph holds constants its call would write out)
+        return not inner_graph_outputs(value) and not _runs_foreign_code(value)
+    if isinstance(value, _CODE):
+        return _library_code(value, _LIBRARY_DIRS, seen)
+    # (any other object, callable or not: a library class's whose attributes are all inert;
+    # a compiled function's hold its graph and storage)
+    return (_from_library(type(value)) and hasattr(value, "__dict__")
+            and all(_inert(v, seen) for v in vars(value).values()))
+
+
+#: Values that run no code.
+_PLAIN = (bool, int, float, complex, str, bytes, np.generic)
+#: PyTensor's configuration, which its methods read and change (``config.change_flags``).
+_CONFIG = tuple(getattr(configparser, name) for name in (
+    "PyTensorConfigParser", "ConfigParam", "_ChangeFlagsDecorator") if hasattr(configparser, name))
+
+
+def _filled(cell) -> bool:
+    """Whether a closure's cell holds a value yet."""
+    try:
+        _ = cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 _C_CALLABLES = (BuiltinFunctionType, BuiltinMethodType, WrapperDescriptorType, MethodWrapperType,
                 MethodDescriptorType, ClassMethodDescriptorType)
-
-
-#: The methods by which an Op or a scalar Op computes its outputs.
-_VALUE_METHODS = ("perform", "impl", "c_code", "make_thunk")
+#: What :func:`library_code` judges by its code.
+_CODE = (FunctionType, MethodType, classmethod, staticmethod, type, np.ufunc, *_C_CALLABLES)
 
 
 def _holds_foreign_callable(op) -> bool:
-    """Whether ``op`` keeps, among its attributes, something callable that is not known to be
-    PyTensor's, PyMC's, NumPy's or Python's own: PyTensor's ``Print(global_fn=f)`` calls
-    ``f`` with its input, which its output may be a view of, so ``f`` may write anything
-    into the values; an object wrapping a function (``np.vectorize(f)``, a partial) is
-    as good as ``f``."""
-    # (its settings, where an Op takes functions, and what it holds in place of its class's
-    # methods; not the callables PyTensor caches on Ops it compiled: a Composite's Python
-    # function, an Elemwise's ufunc)
+    """Whether ``op`` replaces a method of its class with an attribute of its own (the
+    class's rules speak of the class's code; any function, even a library's, set on the
+    instance computes something else), or keeps among its settings something callable
+    that is not known to be PyTensor's, PyMC's, NumPy's or Python's own: PyTensor's
+    ``Print(global_fn=f)`` calls ``f`` with its input, which its output may be a view of,
+    so ``f`` may write anything into the values; an object wrapping a function
+    (``np.vectorize(f)``, a partial) is as good as ``f``."""
+    # (not the callables PyTensor caches on Ops it compiled: a Composite's Python
+    # function, an Elemwise's ufunc, which no class method names)
+    if hasattr(op, "__dict__") and any(callable(getattr(type(op), k, None)) for k in vars(op)):
+        return True
     values = [getattr(op, name, None) for name in getattr(type(op), "__props__", None) or ()]
-    values += [v for k, v in (vars(op).items() if hasattr(op, "__dict__") else ())
-               if callable(getattr(type(op), k, None))]
     for value in values:
         if isinstance(value, tuple | list):
             values.extend(value)
@@ -560,20 +614,6 @@ def _known_callable(value) -> bool:
     if isinstance(value, Type):
         return _from_library(type(value))
     return library_code(value)
-
-
-def _value_code(owner) -> list:
-    """The functions behind ``owner``'s :data:`_VALUE_METHODS` (a class's, resolved along
-    its MRO, or an instance's own)."""
-    found = []
-    for name in _VALUE_METHODS:
-        if isinstance(owner, type):
-            where = next((k.__dict__[name] for k in owner.__mro__ if name in k.__dict__), None)
-        else:
-            where = vars(owner).get(name) if hasattr(owner, "__dict__") else None
-        if where is not None:
-            found.append(getattr(where, "__func__", where))
-    return found
 
 
 Rule = Callable[..., list]
@@ -711,9 +751,9 @@ def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
 
 
 def _runs_foreign_code(op) -> bool:
-    if (isinstance(op, _USER_CODE_OPS) or not _from_library(type(op)) or _value_code(op)
+    if (isinstance(op, _USER_CODE_OPS) or not _from_library(type(op))
             or _holds_foreign_callable(op)):
-        return True  # (the last two: an instance given methods or functions of its own)
+        return True
     scalar = getattr(op, "scalar_op", None)
     if scalar is not None:
         if not _from_library(type(scalar)):

@@ -641,20 +641,10 @@ def _support_point_numbers(rv, model) -> int:
 
 
 def _pymcs_own(rule) -> bool:
-    """Whether ``rule`` and what its closure holds (PyMC registers each distribution's
-    ``support_point`` through a closure holding the class's) are PyMC's code."""
-    if not isinstance(rule, FunctionType) or not library_code(rule, (_PYMC_DIR,)):
-        return False
-    held = [c.cell_contents for c in rule.__closure__ or () if _filled(c)]
-    return all(library_code(h) for h in held if callable(h))
-
-
-def _filled(cell) -> bool:
-    try:
-        _ = cell.cell_contents
-    except ValueError:  # (a cell not yet filled)
-        return False
-    return True
+    """Whether ``rule`` is PyMC's code, and what its closure holds library code (PyMC
+    registers each distribution's ``support_point`` through a closure holding the
+    class's)."""
+    return isinstance(rule, FunctionType) and library_code(rule, (_PYMC_DIR,))
 
 
 _PYMC_DIR = os.path.dirname(os.path.abspath(pymc.__file__)) + os.sep

@@ -751,8 +751,22 @@ def _ages_through_print_of_a_compiled_function():
     return Print("", attrs=(), global_fn=fill)(pt.alloc(drawn, N))
 
 
+def _ages_through_print_of_pymcs_wrapper_of_a_users_function():
+    """Print handed PyMC's own function (``pymc.util.biwrap``'s, in PyMC's file), which
+    calls the user's function its closure holds."""
+    from pymc.util import biwrap
+    from pytensor.printing import Print
+
+    def fill(op, x):
+        x.setflags(write=True)
+        x[...] = AGES
+
+    return Print("", attrs=(), global_fn=biwrap(fill))(pt.empty(N) * 1.0)
+
+
 @pytest.mark.parametrize("source", [_ages_through_print_of_an_object_naming_pytensors_function,
-                                    _ages_through_print_of_a_compiled_function])
+                                    _ages_through_print_of_a_compiled_function,
+                                    _ages_through_print_of_pymcs_wrapper_of_a_users_function])
 def test_a_callable_is_judged_by_what_it_runs_not_by_its_class_or_names(source):
     from pymc_dp.model import data_dependent_deterministics
 
@@ -762,6 +776,22 @@ def test_a_callable_is_judged_by_what_it_runs_not_by_its_class_or_names(source):
         pm.Deterministic("ages", mu * 0 + source())
         pm.Normal("y", mu, 1, observed=Y)
     assert data_dependent_deterministics(m) == ["ages"]
+
+
+def test_library_functions_are_judged_with_what_their_closures_hold():
+    from pymc.util import biwrap
+
+    from pymc_dp.model.row_locality import foreign_ops, library_code
+
+    assert not library_code(biwrap(lambda *a: None))
+    assert library_code(biwrap(np.add)) and library_code(biwrap(pm.math.exp))
+    # (a perform set on an instance is foreign even when it is library code)
+    from pytensor.tensor.elemwise import Elemwise
+    from pytensor.scalar import add
+
+    op = Elemwise(add)
+    op.perform = pm.Normal.dist(0, 1).owner.op.__class__.perform
+    assert foreign_ops([op(pt.zeros(2), pt.zeros(2))])
 
 
 def _ages_with_a_draw():
