@@ -67,6 +67,17 @@ _PRIOR_READS_DATA = (
     "declared with pymc_dp.public_data(...)."
 )
 
+_START_HOLDS_DATA = (
+    "The start of {!r} (its initval=, or PyMC's support point of it, such as a "
+    "pm.CustomDist's support_point=) reads data or a shared variable not declared public, "
+    "holds an array of one entry per individual or more, runs code of its own (as_op), or, "
+    "for a variable of one entry per individual, is as written as large as the data; it "
+    "would be released as the chain's first draws, without noise. Initial values must be "
+    "public: leave them to PyMC, or give scalars or NumPy arrays of fewer entries than "
+    "individuals; an array of n entries or more, even all equal (np.zeros(n)), cannot be "
+    "told from data and is refused: use a scalar prior mean and PyMC's start instead."
+)
+
 
 def _not_row_local(what: str, err: NotRowLocal) -> str:
     """The refusal of a graph the row-locality proof fails on: the Op type and the fix."""
@@ -330,22 +341,8 @@ class ModelChecks:
                     "(several pm.logp terms) can be split into several Potentials, each "
                     "counted on its own."
                 )
-        entries = _entries(model)
         for rv, init in model.rvs_to_initial_values.items():
-            if isinstance(init, Variable):
-                # (a symbolic initial value reads constants only: a shared variable's value
-                # is nobody's to vouch for)
-                leaves = graph_inputs([init])
-                holds_data = (
-                    reads_any([init], data_vars)
-                    or any(not isinstance(v, Constant) for v in leaves)
-                    or foreign_ops([init])
-                    or has_rows(arrays_written([init], inner=True), n)
-                    # (released as a start of as many entries: n − 1 or more carry a
-                    # person each, however their numbers are written)
-                    or (entries[rv] >= max(n - 1, 4) and numbers_written([init]) >= n)
-                )
-            elif isinstance(init, str) and init != "support_point":
+            if isinstance(init, str) and init != "support_point":
                 # ("prior" draws each chain's start anew, by the variable's random=, which
                 # may be a closure: nothing to check, and never the start that was checked)
                 raise UnsupportedModelError(
@@ -355,57 +352,42 @@ class ModelChecks:
                     "built. Leave initval out (the warm-up picks the start privately) or "
                     "give a public number."
                 )
-            elif init is None or isinstance(init, str):
-                holds_data = False  # (PyMC's own start: its expression is checked below)
-            else:
-                try:  # (a list, a tuple, a pandas Series: as numbers)
-                    holds_data = has_rows([np.asarray(init, dtype=float)], n)
-                except (TypeError, ValueError):
-                    holds_data = True  # (not numbers: cannot be checked)
+            if init is None or isinstance(init, str | Variable):
+                continue  # (checked below, in the start PyMC computes from it)
+            try:  # (a list, a tuple, a pandas Series: as numbers)
+                holds_data = has_rows([np.asarray(init, dtype=float)], n)
+            except (TypeError, ValueError):
+                holds_data = True  # (not numbers: cannot be checked)
             if holds_data:
-                raise UnsupportedModelError(
-                    f"The initial value of {rv.name!r} is computed from data or by code of its "
-                    "own (as_op), reads a shared variable, is an array of one entry per "
-                    "individual or more, or, for a variable of one entry per individual, is "
-                    "as written as large as the data; it would "
-                    "be released as the chain's first draws, without noise. Initial values "
-                    "must be public: leave them to PyMC, or give NumPy arrays of fewer "
-                    "entries than individuals; an array of n entries or more, even all "
-                    "equal (np.zeros(n)), cannot be told from data and is refused: use a "
-                    "scalar prior mean and PyMC's start instead."
-                )
-        # PyMC's own start: the initial values checked above, or the variables' support
-        # points, which a CustomDist computes with a function of the user's (a closure may
-        # hold data, as its logp's may)
+                raise UnsupportedModelError(_START_HOLDS_DATA.format(rv.name))
+        # PyMC's own start, one expression per variable: its initial value, or its support
+        # point, which a CustomDist computes with a function of the user's (a closure may
+        # hold data, as its logp's may). Its leaves may be constants, random generators
+        # (PyMC leaves some of its distributions' there), the lengths of the model's dims
+        # and containers declared public; PyMC copies shared variables into this graph,
+        # which keep their storage. Any other shared variable, data or met only here, is
+        # nobody's to vouch for.
         start = make_initial_point_expression(
             free_rvs=model.free_RVs, rvs_to_transforms=model.rvs_to_transforms,
             initval_strategies=model.rvs_to_initial_values,
         )
-        # (its leaves: constants, random generators (PyMC leaves some of its
-        # distributions' there), the lengths of the model's dims and containers declared
-        # public; PyMC copies shared variables into this graph, which keep their storage.
-        # Any other shared variable, data or met only here, is nobody's to vouch for.)
         unshaped = unshaped_lengths(model)  # (dims no variable has: maybe counts of data)
         public = [*(v for v in model.dim_lengths.values() if v not in unshaped),
                   *(d for d in data_containers(model) if is_public(d) and d not in data_vars)]
         vouched = {id(v.container) for v in public if isinstance(v, SharedVariable)}
-        unvouched = [
-            v for v in graph_inputs(start)
-            if not isinstance(v, Constant) and not isinstance(v.type, RandomType)
-            and id(getattr(v, "container", None)) not in vouched
-        ]
-        if (unvouched or foreign_ops(start) or has_rows(arrays_written(start, inner=True), n)
-                or any(entries[rv] >= max(n - 1, 4)
-                       and _support_point_numbers(rv, model) >= n for rv in model.free_RVs)):
-            raise UnsupportedModelError(
-                "PyMC's initial point of this model (the variables' support points, e.g. "
-                "a pm.CustomDist's support_point=) reads data, a shared variable not "
-                "declared public, or an array of one entry per individual or more, runs "
-                "code of its own (as_op), or, for a variable of one entry per individual, "
-                "is as written as large as the data; it would be released as the "
-                "chain's first draws, without noise. Give public initial values with "
-                "initval= (scalars, or arrays of fewer entries than individuals)."
-            )
+        entries = _entries(model)
+        for rv, expr in zip(model.free_RVs, start, strict=True):
+            unvouched = [
+                v for v in graph_inputs([expr])
+                if not isinstance(v, Constant) and not isinstance(v.type, RandomType)
+                and id(getattr(v, "container", None)) not in vouched
+            ]
+            if (unvouched or reads_any([expr], data_vars) or foreign_ops([expr])
+                    or has_rows(arrays_written([expr], inner=True), n)
+                    # (released as a start of as many entries: n − 1 or more carry a
+                    # person each, however their numbers are written)
+                    or (entries[rv] >= max(n - 1, 4) and _start_numbers(rv, model) >= n)):
+                raise UnsupportedModelError(_START_HOLDS_DATA.format(rv.name))
         # (a backstop for the step's initial_point=: PyMC's own initial point is computed
         # from the priors and initial values checked above alone, so a per-individual
         # array equal to its entry is public; any other, even all equal, is refused)
@@ -620,17 +602,20 @@ def _check_values(d: DatumInput, observed_exprs) -> None:
         )
 
 
-def _support_point_numbers(rv, model) -> int:
+def _start_numbers(rv, model) -> int:
     """What the start PyMC gives ``rv`` holds as written
-    (:func:`~pymc_dp.model.constants.numbers_written`), up to the free variables (priors are
-    checked apart): the parameters it is computed from where PyMC's own rule computes it
-    from them (PyMC's rules add nodes, not data: a truncated normal's start measures about
-    80 with them), else the whole support point — a ``pm.CustomDist``, a rule or a class
-    of the user's, and distributions built of others (a mixture's or a truncation's rule
-    calls its components', which may be the user's). An initial value given instead is
-    counted where initial values are checked."""
-    if model.rvs_to_initial_values.get(rv) not in (None, "support_point"):
-        return 0
+    (:func:`~pymc_dp.model.constants.numbers_written`): its initial value as given; else,
+    up to the free variables (priors are checked apart), the parameters it is computed from
+    where PyMC's own rule computes it from them (PyMC's rules add nodes, not data: a
+    truncated normal's start measures about 80 with them), else the whole support point —
+    a ``pm.CustomDist``, a rule or a class of the user's, and distributions built of
+    others (a mixture's or a truncation's rule calls its components', which may be the
+    user's)."""
+    init = model.rvs_to_initial_values.get(rv)
+    if isinstance(init, Variable):
+        return numbers_written([init])
+    if init not in (None, "support_point"):
+        return 0  # (NumPy values: counted by their entries)
     op = rv.owner.op
     if (isinstance(op, SymbolicRandomVariable | CustomDistRV)
             or not _pymcs_own(_support_point.dispatch(type(op)))):

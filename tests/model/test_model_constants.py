@@ -190,7 +190,7 @@ def _data_in_a_potential_inner_graph():
     "build, match",
     [
         (_errors_in_variables_prior, "prior of 'x_true'"),
-        (_data_as_initial_value, "initial value of 'x_true'"),
+        (_data_as_initial_value, "start of 'x_true'"),
         (_data_in_a_potential_inner_graph, "Potential 'p'"),
     ],
 )
@@ -283,7 +283,7 @@ def test_per_person_initial_values_are_refused_in_any_layout_whatever_their_valu
     with pm.Model() as m:
         x_true = pm.Normal("x_true", 0, 10, shape=2 * N, initval=value)
         pm.Normal("y", x_true.reshape((N, 2)) @ pm.Normal("b", shape=2), 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+    with pytest.raises(UnsupportedModelError, match="start of 'x_true'"):
         PrivateModel(m)
 
 
@@ -383,7 +383,7 @@ def test_an_initial_value_that_is_not_a_plain_constant_is_checked(how):
     with pm.Model() as m:
         x_true = pm.Normal("x_true", 0, 10, shape=N, initval=value)
         pm.Normal("y", pm.Normal("b") * x_true, 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+    with pytest.raises(UnsupportedModelError, match="start of 'x_true'"):
         PrivateModel(m)
 
 
@@ -418,7 +418,7 @@ def test_an_initial_value_built_from_constants_alone_is_counted_by_its_numbers(h
     with pm.Model() as m:
         x_true = pm.Normal("x_true", 0, 10, shape=N, initval=value)
         pm.Normal("y", x_true, 1, observed=Y)
-    with pytest.raises(UnsupportedModelError, match="initial value of 'x_true'"):
+    with pytest.raises(UnsupportedModelError, match="start of 'x_true'"):
         PrivateModel(m)
 
 
@@ -685,7 +685,7 @@ def test_numbers_written_in_any_arrangement_are_not_released(source):
         return -0.5 * ((v - mu) / 100.0) ** 2
 
     places = {
-        "initial value of 'x'": lambda: pm.Normal("x", 50, 30, shape=N, initval=source()),
+        "start of 'x'": lambda: pm.Normal("x", 50, 30, shape=N, initval=source()),
         "support_point": lambda: pm.CustomDist(
             "x", 0.0, logp=logp, shape=N, support_point=lambda rv, size, mu: source() + mu),
         "prior of 'x'": lambda: pm.Normal("x", source(), 30, shape=N),
@@ -895,5 +895,5 @@ def test_a_start_is_measured_by_the_variables_true_size_not_its_dims():
         lengths = pm.Data("lengths", np.zeros(N - 1))
         pymc_dp.public_data(lengths)
         pm.Normal("x", 0, 100, shape=lengths.shape, dims="p", initval=ages)
-    with pytest.raises(UnsupportedModelError, match="initial value of 'x'"):
+    with pytest.raises(UnsupportedModelError, match="start of 'x'"):
         PrivateModel(m)
