@@ -46,10 +46,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import os
 import weakref
 
+from abc import ABCMeta
+
 from functools import lru_cache
 from types import (
     BuiltinFunctionType, BuiltinMethodType, ClassMethodDescriptorType, FunctionType,
-    MethodDescriptorType, MethodType, MethodWrapperType, ModuleType, WrapperDescriptorType,
+    GenericAlias, MethodDescriptorType, MethodType, MethodWrapperType, ModuleType, UnionType,
+    WrapperDescriptorType,
 )
 
 import numpy as np
@@ -469,14 +472,15 @@ def _from_library(cls: type) -> bool:
     _FROM_LIBRARY[cls] = True
     # (every method, not only those that compute values: RandomVariable.perform calls
     # rng_fn, shapes come from infer_shape; a class naming PyTensor's module may bring its own)
-    found = _FROM_LIBRARY[cls] = all(
+    found = _FROM_LIBRARY[cls] = _known_metaclass(type(cls)) and all(
         library_code(a.fget if isinstance(a, property) else a)
-        for k in cls.__mro__ if k is not object
+        for k in cls.__mro__ if k not in _PYTHONS_CLASSES
         for a in list(vars(k).values())
         if (callable(a) or isinstance(a, classmethod | staticmethod | property))
         and not isinstance(a, type)  # (nested classes: checked where they are used)
     )
     return found
+
 
 
 #: What :func:`_from_library` found, by class (weakly: classes made at run time go away).
@@ -506,8 +510,9 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
         value = value.__func__
     if isinstance(value, MethodType):
         # (bound to a class, a class method; bound to an object, what the object holds
-        # decides: a compiled function's __call__ runs its graph)
-        if not (isinstance(value.__self__, type) and library_code(value.__self__)):
+        # decides: a compiled function's __call__ runs its graph and storage)
+        owner = value.__self__
+        if not (library_code(owner) if isinstance(owner, type) else _inert(owner, seen)):
             return False
         value = value.__func__
     if isinstance(value, FunctionType):
@@ -515,21 +520,28 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
             return False
         seen.add(id(value))
         held = [c.cell_contents for c in value.__closure__ or () if _filled(c)]
-        held += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+        if "<locals>" in value.__qualname__:  # (made at run time: defaults from arguments)
+            held += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
         return all(_inert(h, seen) for h in held)
     if isinstance(value, np.ufunc):
         return any(getattr(m, value.__name__, None) is value for m in (np, scipy.special))
     if isinstance(value, _C_CALLABLES):
         # (written in C, so not by the user; bound to an object, it may call that object's
         # Python methods: judged by the object's class)
+        # (a class's slot wrapper, Leaker.__call__, runs its metaclass's and the class's
+        # code; a module's function, the module's: builtins.exec runs any)
         bound = getattr(value, "__self__", None)
-        return bound is None or isinstance(bound, ModuleType | type) or library_code(type(bound))
+        if isinstance(bound, ModuleType):
+            return (bound.__name__.split(".")[0] in _C_MODULES
+                    and not (bound.__name__ == "builtins" and value.__name__ in _RUNS_ANY))
+        return bound is None or library_code(bound if isinstance(bound, type) else type(bound))
     if isinstance(value, type):
-        # (PyTensor's or PyMC's; or written in C, no Python function anywhere in it:
+        # (calling it runs its metaclass's __call__, then its own __new__ and __init__:
+        # PyTensor's or PyMC's; or written in C, no Python function anywhere in it:
         # Python's exceptions, NumPy's arrays)
-        return _from_library(value) or all(
+        return _known_metaclass(type(value)) and (_from_library(value) or all(
             not isinstance(a, FunctionType | classmethod | staticmethod | property)
-            for k in value.__mro__ for a in vars(k).values())
+            for k in value.__mro__ for a in vars(k).values()))
     # (any other object: not by its class alone. A compiled pytensor.function or an
     # OpFromGraph is PyTensor's class, and runs whatever graph and storage it holds;
     # a Type only makes variables)
@@ -546,8 +558,12 @@ def _inert(value, seen: set) -> bool:
     seen.add(id(value))
     if isinstance(value, tuple | list | set | frozenset):
         return all(_inert(v, seen) for v in value)
-    if isinstance(value, dict):
-        return all(_inert(k, seen) and _inert(v, seen) for k, v in value.items())
+    if isinstance(value, dict | weakref.WeakKeyDictionary | weakref.WeakValueDictionary):
+        return all(_inert(k, seen) and _inert(v, seen) for k, v in list(value.items()))
+    if isinstance(value, weakref.ref):
+        return _inert(value(), seen)
+    if isinstance(value, UnionType | GenericAlias):  # (int | None: classes, not called)
+        return True
     if isinstance(value, ModuleType):
         return value.__name__.split(".")[0] in _LIBRARIES
     if isinstance(value, Type):
@@ -557,17 +573,19 @@ def _inert(value, seen: set) -> bool:
         return not inner_graph_outputs(value) and not _runs_foreign_code(value)
     if isinstance(value, _CODE):
         return _library_code(value, _LIBRARY_DIRS, seen)
-    # (any other object, callable or not: a library class's whose attributes are all inert;
-    # a compiled function's hold its graph and storage)
-    return (_from_library(type(value)) and hasattr(value, "__dict__")
-            and all(_inert(v, seen) for v in vars(value).values()))
+    # (any other object, callable or not: of a library class, or one written in C (a
+    # stream), whose attributes are all inert; a compiled function's hold its graph and
+    # storage)
+    return library_code(type(value)) and all(
+        _inert(v, seen) for v in (vars(value).values() if hasattr(value, "__dict__") else ()))
 
 
 #: Values that run no code.
 _PLAIN = (bool, int, float, complex, str, bytes, np.generic)
-#: PyTensor's configuration, which its methods read and change (``config.change_flags``).
-_CONFIG = tuple(getattr(configparser, name) for name in (
-    "PyTensorConfigParser", "ConfigParam", "_ChangeFlagsDecorator") if hasattr(configparser, name))
+#: PyTensor's configuration, which its methods read and change: the parser as a whole (a
+#: ``config.change_flags`` decorator, or a parameter, is judged by what it holds: a
+#: parameter of the user's may apply a function of theirs when set).
+_CONFIG = (configparser.PyTensorConfigParser,)
 
 
 def _filled(cell) -> bool:
@@ -577,6 +595,24 @@ def _filled(cell) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _known_metaclass(meta: type) -> bool:
+    """Whether ``meta`` is Python's ``type`` or ``ABCMeta``, or a library class
+    (PyTensor's ``MetaType``, PyMC's ``DistributionMeta``)."""
+    return meta in _PYTHONS_CLASSES or _from_library(meta)
+
+
+#: Python's classes that library classes and their metaclasses derive from.
+_PYTHONS_CLASSES = (object, type, ABCMeta)
+
+
+#: Modules whose functions written in C run only their own code (but for ``_RUNS_ANY``).
+_C_MODULES = (*("pytensor", "pymc"), "numpy", "scipy", "math", "cmath", "operator", "_operator",
+              "builtins", "itertools", "_functools", "functools")
+#: Python's built-in functions that run code they are given (a string, a name).
+_RUNS_ANY = frozenset({"eval", "exec", "compile", "__import__", "__build_class__", "setattr",
+                       "delattr", "getattr", "breakpoint", "open", "input", "exit", "quit"})
 
 
 _C_CALLABLES = (BuiltinFunctionType, BuiltinMethodType, WrapperDescriptorType, MethodWrapperType,

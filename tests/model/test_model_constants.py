@@ -764,9 +764,42 @@ def _ages_through_print_of_pymcs_wrapper_of_a_users_function():
     return Print("", attrs=(), global_fn=biwrap(fill))(pt.empty(N) * 1.0)
 
 
+class _FillOnCall(type):  # (a metaclass: calling a class runs its __call__ first)
+    def __call__(cls, op, x):
+        x.setflags(write=True)
+        x[...] = AGES
+
+
+class _FillsThroughItsMetaclass(metaclass=_FillOnCall):
+    pass
+
+
+class _FillsWhenMade:
+    def __init__(self, op, x):
+        x.setflags(write=True)
+        x[...] = AGES
+
+
+def _ages_through_print_of_a_class_whose_metaclass_runs_code():
+    """Print handed a class with no function of its own, whose metaclass writes the ages."""
+    from pytensor.printing import Print
+
+    return Print("", attrs=(), global_fn=_FillsThroughItsMetaclass)(pt.empty(N) * 1.0)
+
+
+def _ages_through_print_of_a_classes_slot_wrapper():
+    """Print handed ``Cls.__call__``: C code (``type.__call__``) bound to a class of the
+    user's, whose ``__init__`` writes the ages."""
+    from pytensor.printing import Print
+
+    return Print("", attrs=(), global_fn=_FillsWhenMade.__call__)(pt.empty(N) * 1.0)
+
+
 @pytest.mark.parametrize("source", [_ages_through_print_of_an_object_naming_pytensors_function,
                                     _ages_through_print_of_a_compiled_function,
-                                    _ages_through_print_of_pymcs_wrapper_of_a_users_function])
+                                    _ages_through_print_of_pymcs_wrapper_of_a_users_function,
+                                    _ages_through_print_of_a_class_whose_metaclass_runs_code,
+                                    _ages_through_print_of_a_classes_slot_wrapper])
 def test_a_callable_is_judged_by_what_it_runs_not_by_its_class_or_names(source):
     from pymc_dp.model import data_dependent_deterministics
 
@@ -785,6 +818,23 @@ def test_library_functions_are_judged_with_what_their_closures_hold():
 
     assert not library_code(biwrap(lambda *a: None))
     assert library_code(biwrap(np.add)) and library_code(biwrap(pm.math.exp))
+    # (PyTensor's configuration decorator, on a parameter of the user's: setting it runs
+    # the parameter's apply=; on PyTensor's own parameters, PyTensor's code)
+    import pytensor
+
+    from pytensor.configparser import ConfigParam
+    from pytensor.printing import _print_fn
+
+    if not hasattr(pytensor.config, "pymc_dp_test_flag"):
+        pytensor.config.add("pymc_dp_test_flag", "", ConfigParam(0, apply=lambda v: v),
+                            in_c_key=False)
+    assert not library_code(pytensor.config.change_flags(pymc_dp_test_flag=1)(_print_fn))
+    assert library_code(pytensor.config.change_flags(warn_float64="ignore")(_print_fn))
+    # (Python's functions that run code they are given)
+    import builtins
+
+    assert not any(library_code(getattr(builtins, f)) for f in ("exec", "eval", "__import__"))
+    assert library_code(len) and library_code(np.add.reduce)
     # (a perform set on an instance is foreign even when it is library code)
     from pytensor.tensor.elemwise import Elemwise
     from pytensor.scalar import add
