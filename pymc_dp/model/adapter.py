@@ -49,6 +49,7 @@ from pymc_dp.model.graphs import (
     without_checks_on,
 )
 from pymc_dp.model.probes import RowProbes, data_digest
+from pymc_dp.model.extensions import refuse_foreign_extensions
 from pymc_dp.model.validation import ModelChecks
 from pymc_dp.model.gradients import Gradients
 from pymc_dp.model.prior import PublicPrior
@@ -123,6 +124,8 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
     ):
         model = modelcontext(model)
         self.model = model
+        # (what compiling runs besides the graph: before anything of the model is compiled)
+        refuse_foreign_extensions()
         # PyMC's own start as it is when the model is checked: a chain may start there or at
         # the given point, both checked; set_initval later changes what
         # model.initial_point() returns, not what was checked

@@ -43,7 +43,10 @@ with a :class:`NotRowLocal` that names the Op type (never a value).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+import dataclasses
+import functools
 import os
+import sysconfig
 import weakref
 
 from abc import ABCMeta
@@ -471,9 +474,12 @@ def _from_library(cls: type) -> bool:
         return False
     _FROM_LIBRARY[cls] = True
     # (every method, not only those that compute values: RandomVariable.perform calls
-    # rng_fn, shapes come from infer_shape; a class naming PyTensor's module may bring its own)
+    # rng_fn, shapes come from infer_shape; a class naming PyTensor's module may bring its
+    # own. Those it inherits from Python's classes, UserList or collections.abc's, are
+    # Python's code)
     found = _FROM_LIBRARY[cls] = _known_metaclass(type(cls)) and all(
-        library_code(a.fget if isinstance(a, property) else a)
+        library_code(a.fget if isinstance(a, property) else a, _CLASS_CODE_DIRS)
+        or _made_by_dataclasses(k, a)
         for k in cls.__mro__ if k not in _PYTHONS_CLASSES
         for a in list(vars(k).values())
         if (callable(a) or isinstance(a, classmethod | staticmethod | property))
@@ -481,6 +487,25 @@ def _from_library(cls: type) -> bool:
     )
     return found
 
+
+
+def _made_by_dataclasses(cls: type, method) -> bool:
+    """Whether ``method`` is one that ``dataclasses`` wrote for the library class ``cls``
+    (its code has no file), calling no function but the fields' default factories, judged."""
+    fields = vars(cls).get("__dataclass_fields__")
+    if getattr(method, "__code__", None) in _PYTHONS_CODE:
+        method = getattr(method, "__wrapped__", None)  # (reprlib's guard of its __repr__)
+    return (fields is not None and isinstance(method, FunctionType)
+            and method.__code__.co_filename == "<string>"
+            and method.__name__ in _DATACLASS_METHODS
+            and all(library_code(f.default_factory) for f in fields.values()
+                    if callable(f.default_factory)))
+
+
+#: The methods ``dataclasses`` writes from source text.
+_DATACLASS_METHODS = frozenset({
+    "__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__",
+    "__le__", "__gt__", "__ge__", "__getstate__", "__setstate__", "__annotate__"})
 
 
 #: What :func:`_from_library` found, by class (weakly: classes made at run time go away).
@@ -516,7 +541,7 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
             return False
         value = value.__func__
     if isinstance(value, FunctionType):
-        if not value.__code__.co_filename.startswith(dirs):
+        if not (value.__code__.co_filename.startswith(dirs) or value.__code__ in _PYTHONS_CODE):
             return False
         seen.add(id(value))
         held = [c.cell_contents for c in value.__closure__ or () if _filled(c)]
@@ -525,6 +550,11 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
         return all(_inert(h, seen) for h in held)
     if isinstance(value, np.ufunc):
         return any(getattr(m, value.__name__, None) is value for m in (np, scipy.special))
+    if isinstance(value, functools._lru_cache_wrapper):  # (a cache: what it wraps runs)
+        return _library_code(value.__wrapped__, dirs, seen)
+    if isinstance(value, functools.partial):  # (what it wraps, with what it holds)
+        return (_library_code(value.func, dirs, seen)
+                and all(_inert(v, seen) for v in (*value.args, *value.keywords.values())))
     if isinstance(value, _C_CALLABLES):
         # (written in C, so not by the user; bound to an object, it may call that object's
         # Python methods: judged by the object's class)
@@ -559,7 +589,9 @@ def _inert(value, seen: set) -> bool:
     if isinstance(value, tuple | list | set | frozenset):
         return all(_inert(v, seen) for v in value)
     if isinstance(value, dict | weakref.WeakKeyDictionary | weakref.WeakValueDictionary):
-        return all(_inert(k, seen) and _inert(v, seen) for k, v in list(value.items()))
+        # (classes as keys are looked up, not called: a cache by type)
+        return all((isinstance(k, type) or _inert(k, seen)) and _inert(v, seen)
+                   for k, v in list(value.items()))
     if isinstance(value, weakref.ref):
         return _inert(value(), seen)
     if isinstance(value, UnionType | GenericAlias):  # (int | None: classes, not called)
@@ -603,6 +635,27 @@ def _known_metaclass(meta: type) -> bool:
     return meta in _PYTHONS_CLASSES or _from_library(meta)
 
 
+def _pythons_code() -> frozenset:
+    """The code of Python's functions that library classes are made of, each the same
+    wherever it is used, what it calls held in its closure (judged): a
+    ``functools.singledispatch`` function and its dispatch, a dataclass's ``__replace__``
+    and its ``__repr__`` (made by ``reprlib.recursive_repr``)."""
+    generic = functools.singledispatch(lambda x: x)
+    found = {generic.__code__, *(c.cell_contents.__code__ for c in generic.__closure__
+                                 if isinstance(c.cell_contents, FunctionType))}
+
+    @dataclasses.dataclass
+    class Example:
+        field: int = 0
+
+    found |= {vars(Example)[name].__code__ for name in ("__replace__", "__repr__")
+              if isinstance(vars(Example).get(name), FunctionType)}
+    return frozenset(found)
+
+
+#: Python's own functions whose closures decide what they run.
+_PYTHONS_CODE = _pythons_code()
+
 #: Python's classes that library classes and their metaclasses derive from.
 _PYTHONS_CLASSES = (object, type, ABCMeta)
 
@@ -618,7 +671,8 @@ _RUNS_ANY = frozenset({"eval", "exec", "compile", "__import__", "__build_class__
 _C_CALLABLES = (BuiltinFunctionType, BuiltinMethodType, WrapperDescriptorType, MethodWrapperType,
                 MethodDescriptorType, ClassMethodDescriptorType)
 #: What :func:`library_code` judges by its code.
-_CODE = (FunctionType, MethodType, classmethod, staticmethod, type, np.ufunc, *_C_CALLABLES)
+_CODE = (FunctionType, MethodType, classmethod, staticmethod, type, np.ufunc,
+         functools._lru_cache_wrapper, functools.partial, *_C_CALLABLES)
 
 
 def _holds_foreign_callable(op) -> bool:
@@ -738,6 +792,9 @@ _LIBRARIES = ("pytensor", "pymc")
 _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (pytensor, pymc)
 )
+#: Where a library class's methods may come from: the libraries, Python's standard library.
+_CLASS_CODE_DIRS = (*_LIBRARY_DIRS, *{os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                                      for k in ("stdlib", "platstdlib")}, "<frozen ")
 
 
 def inner_graph_outputs(op) -> list[Variable]:

@@ -77,6 +77,7 @@ from pymc_dp.validation import check_delta, check_epsilon, check_int
 from pymc_dp.errors import PrivacyBudgetExceeded, UnsupportedModelError, warn
 from pymc_dp.fixed_settings import FixedSettings
 from pymc_dp.model import PrivateModel, data_dependent_deterministics
+from pymc_dp.model.extensions import refuse_foreign_extensions
 
 __all__ = [
     "PrivateStep",
@@ -826,6 +827,9 @@ class PrivateStep(FixedSettings, ArrayStepShared):
             )
         if not chain.in_ledger:
             self._refuse_unchecked_start(q0)
+            # (a rewrite or backend code registered since the step was built has compiled
+            # PyMC's draws and deterministics: refused before anything is reserved or read)
+            refuse_foreign_extensions()
             # The chain's whole cost, before its first read of the data. The guard refuses
             # it if other copies of the step took the budget since setup_chain checked.
             # budget: the ledger refuses a budget changed in memory since the step was built
