@@ -27,7 +27,7 @@ from pytensor.graph.op import Op
 from pymc_dp.errors import UnsupportedModelError
 
 from pymc_dp.model.row_locality import (
-    _CODE, _LIBRARIES, _PLAIN, _from_library, _known_callable, library_code,
+    _CODE, _PLAIN, _from_library, _known_callable, library_code,
 )
 
 __all__ = ["foreign_extensions", "refuse_foreign_extensions"]
@@ -35,8 +35,7 @@ __all__ = ["foreign_extensions", "refuse_foreign_extensions"]
 
 def foreign_extensions() -> list[str]:
     """Labels of the rewrites, backend implementations, modes, linkers and optimizers
-    registered in PyTensor (and implementations in PyMC's dispatch registries) that run
-    code other than theirs."""
+    registered in PyTensor that run code other than PyTensor's and PyMC's."""
     from pytensor.compile import mode
 
     found = []
@@ -49,10 +48,12 @@ def foreign_extensions() -> list[str]:
         if not _runs_library_code(rewriter, seen):
             label = getattr(rewriter, "__name__", None) or getattr(rewriter, "name", None)
             found.append(f"the rewrite {label or type(rewriter).__name__!r}")
-    for registry in ("predefined_modes", "predefined_linkers", "predefined_optimizers"):
+    # (and the modes get_default_mode keeps for the configuration's names)
+    for registry in ("predefined_modes", "predefined_linkers", "predefined_optimizers",
+                     "_CACHED_RUNTIME_MODES"):
         for name, value in list(getattr(mode, registry, {}).items()):
             if not _runs_library_code(value, seen):
-                found.append(f"the {registry.removeprefix('predefined_')[:-1]} {name!r}")
+                found.append(f"the {registry.split('_')[-1][:-1].lower()} {name!r}")
     return found
 
 
@@ -72,11 +73,13 @@ def refuse_foreign_extensions() -> None:
 
 
 def _dispatchers():
-    """PyTensor's and PyMC's ``functools.singledispatch`` registries, in the modules
-    imported so far (a registry whose module is not imported holds only its own)."""
+    """PyTensor's ``functools.singledispatch`` registries, in the modules imported so far (a
+    registry whose module is not imported holds only its own). Not PyMC's: they build a
+    model's graphs (a ``pm.CustomDist`` registers the user's ``logp`` in ``_logprob``),
+    which are checked as graphs; PyTensor's turn graphs into code."""
     seen = set()
     for module_name, module in list(sys.modules.items()):
-        if module is None or module_name.split(".")[0] not in _LIBRARIES:
+        if module is None or module_name.split(".")[0] != "pytensor":
             continue
         for attr, value in list(vars(module).items()):
             # (read from the function's own namespace: attributes of other objects may run

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 import dataclasses
 import functools
+import importlib
 import os
 import sysconfig
 import weakref
@@ -687,6 +688,11 @@ def _holds_foreign_callable(op) -> bool:
     # function, an Elemwise's ufunc, which no class method names)
     if hasattr(op, "__dict__") and any(callable(getattr(type(op), k, None)) for k in vars(op)):
         return True
+    # (a setting that names a function: PyTensor imports an Elemwise's nfunc_spec by name
+    # and calls it when it computes in Python)
+    spec = getattr(op, "nfunc_spec", None)
+    if spec and not _names_numpys_function(spec[0]):
+        return True
     values = [getattr(op, name, None) for name in getattr(type(op), "__props__", None) or ()]
     for value in values:
         if isinstance(value, tuple | list):
@@ -696,6 +702,17 @@ def _holds_foreign_callable(op) -> bool:
         elif callable(value) and not _known_callable(value):
             return True
     return False
+
+
+def _names_numpys_function(name) -> bool:
+    """Whether ``name``, as PyTensor reads an ``nfunc_spec`` (NumPy's function of that name,
+    else a dotted path), names a function of NumPy or of SciPy's special functions."""
+    if not isinstance(name, str):
+        return False
+    if "." not in name:
+        return getattr(np, name, None) is not None
+    module, _, attr = name.rpartition(".")
+    return module in ("numpy", "scipy.special") and hasattr(importlib.import_module(module), attr)
 
 
 def _known_callable(value) -> bool:

@@ -20,6 +20,40 @@ def test_pytensors_and_pymcs_own_registrations_are_accepted():
     assert foreign_extensions() == []
 
 
+def test_the_registrations_pymc_makes_for_a_users_custom_distribution_are_accepted():
+    # (PyMC registers the user's logp= and dist= in its own dispatch registries, which
+    # build the model's graphs, checked as graphs; they do not run when a graph compiles)
+    import numpy as np
+    import pymc as pm
+
+    with pm.Model():
+        mu = pm.Normal("mu")
+        pm.CustomDist("y", mu, logp=lambda v, mu: -((v - mu) ** 2), observed=np.zeros(5))
+        pm.CustomDist("z", mu, dist=lambda mu, size: pm.Normal.dist(mu, 1, size=size),
+                      observed=np.zeros(5))
+    assert foreign_extensions() == []
+
+
+def test_an_elemwise_naming_a_function_outside_numpy_runs_foreign_code(monkeypatch):
+    import types
+
+    import pytensor.scalar as ps
+    import pytensor.tensor as pt
+
+    from pytensor.tensor.elemwise import Elemwise
+
+    from pymc_dp.model.row_locality import foreign_ops
+
+    # (PyTensor imports an nfunc_spec by name and calls it when it computes in Python)
+    module = types.ModuleType("pymc_dp_test_functions")
+    module.mul = lambda a, b: a
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    x = pt.vector("x")
+    assert foreign_ops([Elemwise(ps.mul, nfunc_spec=("pymc_dp_test_functions.mul", 2, 1))(x, x)])
+    assert not foreign_ops([Elemwise(ps.mul, nfunc_spec=("multiply", 2, 1))(x, x),
+                            pt.polygamma(1, x), pt.switch(x > 0, x, 1)])
+
+
 _SETUP = """
 import warnings
 warnings.filterwarnings("ignore")
@@ -69,6 +103,19 @@ from pytensor.tensor.rewriting.basic import register_canonicalize
 @node_rewriter([CumOp])
 def _ages(fgraph, node):
     return [pt.as_tensor(AGES) + 0 * node.outputs[0]]
+""",
+    "a mode": """
+import pytensor
+from pytensor.compile import mode
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
+
+@node_rewriter([CumOp])
+def _ages(fgraph, node):
+    return [pt.as_tensor(AGES) + 0 * node.outputs[0]]
+
+# (the mode get_default_mode keeps for the configuration's name)
+mode._CACHED_RUNTIME_MODES[("MODE", pytensor.config.linker)] = (
+    mode.get_default_mode().register((in2out(_ages), 0.5)))
 """,
 }
 
