@@ -553,9 +553,12 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
         return any(getattr(m, value.__name__, None) is value for m in (np, scipy.special))
     if isinstance(value, functools._lru_cache_wrapper):  # (a cache: what it wraps runs)
         return _library_code(value.__wrapped__, dirs, seen)
-    if isinstance(value, functools.partial):  # (what it wraps, with what it holds)
-        return (_library_code(value.func, dirs, seen)
-                and all(_inert(v, seen) for v in (*value.args, *value.keywords.values())))
+    if isinstance(value, functools.partial):
+        # (what it wraps, with plain settings: an array it holds would be passed to code
+        # that may return it)
+        return _library_code(value.func, dirs, seen) and all(
+            v is None or isinstance(v, _PLAIN) or (callable(v) and _inert(v, seen))
+            for v in (*value.args, *value.keywords.values()))
     if isinstance(value, _C_CALLABLES):
         # (written in C, so not by the user; bound to an object, it may call that object's
         # Python methods: judged by the object's class)

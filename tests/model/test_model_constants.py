@@ -834,6 +834,12 @@ def test_library_functions_are_judged_with_what_their_closures_hold():
     import builtins
 
     assert not any(library_code(getattr(builtins, f)) for f in ("exec", "eval", "__import__"))
+    # (a partial of library code with plain settings; holding an array, which the code it
+    # wraps may return, no)
+    import functools
+
+    assert library_code(functools.partial(pt.round, mode="half_to_even"))
+    assert not library_code(functools.partial(np.add, AGES))
     assert library_code(len) and library_code(np.add.reduce)
     # (a perform set on an instance is foreign even when it is library code)
     from pytensor.tensor.elemwise import Elemwise
