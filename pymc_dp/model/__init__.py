@@ -12,10 +12,13 @@ read data. Its parts, each in its own module:
 * :mod:`~pymc_dp.model.probes`: rows moved on purpose, the second line behind the proof;
 * :mod:`~pymc_dp.model.gradients`, :mod:`~pymc_dp.model.batches`,
   :mod:`~pymc_dp.model.prior`: per-datum gradients, batches of rows, the public prior;
-* :mod:`~pymc_dp.model.graphs`: compiling and rebuilding graphs without leaking values.
+* :mod:`~pymc_dp.model.graphs`: compiling and rebuilding graphs without leaking values;
+* :mod:`~pymc_dp.model.extensions`: what compiling runs besides the graph (rewrites and
+  backend code registered with PyTensor), judged: :func:`foreign_extensions`.
 """
 
 from pymc_dp.model.adapter import PrivateModel
 from pymc_dp.model.data import data_dependent_deterministics, public_data
+from pymc_dp.model.extensions import foreign_extensions
 
-__all__ = ["PrivateModel", "data_dependent_deterministics", "public_data"]
+__all__ = ["PrivateModel", "data_dependent_deterministics", "foreign_extensions", "public_data"]

@@ -35,7 +35,17 @@ __all__ = ["foreign_extensions", "refuse_foreign_extensions"]
 
 def foreign_extensions() -> list[str]:
     """Labels of the rewrites, backend implementations, modes, linkers and optimizers
-    registered in PyTensor that run code other than PyTensor's and PyMC's."""
+    registered in PyTensor that run code other than PyTensor's and PyMC's.
+
+    Private steps refuse to run while there is any. Reads PyTensor's registries, never
+    data.
+
+    Examples
+    --------
+    >>> from pymc_dp.model import foreign_extensions
+    >>> foreign_extensions()  # a process where nothing of the user's is registered
+    []
+    """
     from pytensor.compile import mode
 
     found = []
