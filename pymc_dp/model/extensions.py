@@ -27,7 +27,7 @@ from pytensor.graph.op import Op
 from pymc_dp.errors import UnsupportedModelError
 
 from pymc_dp.model.row_locality import (
-    _CODE, _PLAIN, _from_library, _known_callable, library_code,
+    _CODE, _from_library, _known_callable, _plain, library_code,
 )
 
 __all__ = ["foreign_extensions", "refuse_foreign_extensions"]
@@ -121,7 +121,7 @@ def _runs_library_code(value, seen: set) -> bool:
     library class and every callable it holds, through its attributes, containers and the
     library objects they hold, is library code (a rewrite of the user's is a library
     class holding the user's function)."""
-    if id(value) in seen or value is None or isinstance(value, _PLAIN):
+    if id(value) in seen or value is None or _plain(value):
         return True
     seen.add(id(value))
     if isinstance(value, dict | list | tuple | set | frozenset):

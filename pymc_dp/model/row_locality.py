@@ -481,9 +481,13 @@ def _from_library(cls: type) -> bool:
     found = _FROM_LIBRARY[cls] = _known_metaclass(type(cls)) and all(
         library_code(a.fget if isinstance(a, property) else a, _CLASS_CODE_DIRS)
         or _made_by_dataclasses(k, a)
+        if callable(a) or isinstance(a, classmethod | staticmethod | property)
+        # (any other descriptor by its class: a partialmethod or a cached_property runs
+        # what it holds; the slots and __dict__ of a class are Python's, written in C)
+        else library_code(type(a))
         for k in cls.__mro__ if k not in _PYTHONS_CLASSES
         for a in list(vars(k).values())
-        if (callable(a) or isinstance(a, classmethod | staticmethod | property))
+        if (callable(a) or hasattr(type(a), "__get__"))
         and not isinstance(a, type)  # (nested classes: checked where they are used)
     )
     return found
@@ -557,7 +561,7 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
         # (what it wraps, with plain settings: an array it holds would be passed to code
         # that may return it)
         return _library_code(value.func, dirs, seen) and all(
-            v is None or isinstance(v, _PLAIN) or (callable(v) and _inert(v, seen))
+            v is None or _plain(v) or (callable(v) and _inert(v, seen))
             for v in (*value.args, *value.keywords.values()))
     if isinstance(value, _C_CALLABLES):
         # (written in C, so not by the user; bound to an object, it may call that object's
@@ -568,7 +572,9 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
         if isinstance(bound, ModuleType):
             return (bound.__name__.split(".")[0] in _C_MODULES
                     and not (bound.__name__ == "builtins" and value.__name__ in _RUNS_ANY))
-        return bound is None or library_code(bound if isinstance(bound, type) else type(bound))
+        # (bound to an object, what it holds too: an array's copy returns the array)
+        return bound is None or (library_code(bound) if isinstance(bound, type)
+                                 else _inert(bound, seen))
     if isinstance(value, type):
         # (calling it runs its metaclass's __call__, then its own __new__ and __init__:
         # PyTensor's or PyMC's; or written in C, no Python function anywhere in it:
@@ -587,7 +593,7 @@ def _inert(value, seen: set) -> bool:
     library code if that function calls it: a plain value, library code, an Op of its
     library's classes without an inner graph or a Type, or an object of a library class
     whose attributes are all inert; anything else, no (fail closed)."""
-    if id(value) in seen or value is None or isinstance(value, (*_PLAIN, *_CONFIG)):
+    if id(value) in seen or value is None or _plain(value) or isinstance(value, _CONFIG):
         return True
     seen.add(id(value))
     if isinstance(value, tuple | list | set | frozenset):
@@ -598,6 +604,8 @@ def _inert(value, seen: set) -> bool:
                    for k, v in list(value.items()))
     if isinstance(value, weakref.ref):
         return _inert(value(), seen)
+    if isinstance(value, np.ndarray):  # (code given it may return it)
+        return value.size <= 1 and value.dtype != object
     if isinstance(value, UnionType | GenericAlias):  # (int | None: classes, not called)
         return True
     if isinstance(value, ModuleType):
@@ -616,8 +624,16 @@ def _inert(value, seen: set) -> bool:
         _inert(v, seen) for v in (vars(value).values() if hasattr(value, "__dict__") else ()))
 
 
-#: Values that run no code.
-_PLAIN = (bool, int, float, complex, str, bytes, np.generic)
+def _plain(value) -> bool:
+    """Whether ``value`` is a number, a string or bytes of Python's or NumPy's own types (a
+    subclass of ``str`` may bring a ``__str__`` of its own)."""
+    return type(value) in _PLAIN or (isinstance(value, np.generic)
+                                     and type(value).__module__ == "numpy"
+                                     and library_code(type(value)))
+
+
+#: Values that run no code (exactly these types).
+_PLAIN = (bool, int, float, complex, str, bytes)
 #: PyTensor's configuration, which its methods read and change: the parser as a whole (a
 #: ``config.change_flags`` decorator, or a parameter, is judged by what it holds: a
 #: parameter of the user's may apply a function of theirs when set).
@@ -683,13 +699,15 @@ def _holds_foreign_callable(op) -> bool:
     """Whether ``op`` replaces a method of its class with an attribute of its own (the
     class's rules speak of the class's code; any function, even a library's, set on the
     instance computes something else), or keeps among its settings something callable
-    that is not known to be PyTensor's, PyMC's, NumPy's or Python's own: PyTensor's
-    ``Print(global_fn=f)`` calls ``f`` with its input, which its output may be a view of,
-    so ``f`` may write anything into the values; an object wrapping a function
-    (``np.vectorize(f)``, a partial) is as good as ``f``."""
-    # (not the callables PyTensor caches on Ops it compiled: a Composite's Python
-    # function, an Elemwise's ufunc, which no class method names)
-    if hasattr(op, "__dict__") and any(callable(getattr(type(op), k, None)) for k in vars(op)):
+    that is not known to be PyTensor's, PyMC's, NumPy's or Python's own, or a value of a
+    class that is not theirs: PyTensor's ``Print(global_fn=f)``
+    calls ``f`` with its input, which its output may be a view of, so ``f`` may write
+    anything into the values; an object wrapping a function (``np.vectorize(f)``, a
+    partial) is as good as ``f``; ``Print(message=s)`` prints ``s``, running its class's
+    ``__str__``."""
+    _drop_built_caches(op)
+    held = vars(op) if hasattr(op, "__dict__") else {}
+    if any(callable(getattr(type(op), k, None)) for k in held):
         return True
     # (a setting that names a function: PyTensor imports an Elemwise's nfunc_spec by name
     # and calls it when it computes in Python)
@@ -702,9 +720,29 @@ def _holds_foreign_callable(op) -> bool:
             values.extend(value)
         elif isinstance(value, dict):
             values.extend(value.values())
-        elif callable(value) and not _known_callable(value):
-            return True
+        elif callable(value):
+            if not _known_callable(value):
+                return True
+        elif not (value is None or _plain(value) or library_code(type(value))):
+            return True  # (a setting of the user's class: its methods may run)
     return False
+
+
+def _drop_built_caches(op) -> None:
+    """Drop the functions PyTensor builds on an Op from its checked settings the first time
+    it computes in Python (an Elemwise's ufunc and nfunc, a Composite's Python function),
+    so that they are built again from what was checked: set by hand, they would run in
+    their place."""
+    for name in _BUILT_CACHES.get(type(op).__name__, ()):
+        if name in getattr(op, "__dict__", {}) and _from_library(type(op)):
+            if name.startswith("_"):
+                delattr(op, name)
+            else:
+                setattr(op, name, None)
+
+
+#: The attributes in which PyTensor keeps functions it builds, by the name of the class.
+_BUILT_CACHES = {"Elemwise": ("ufunc", "nfunc"), "Composite": ("_py_perform_fn",)}
 
 
 def _names_numpys_function(name) -> bool:
@@ -855,6 +893,7 @@ def foreign_ops(outputs: Sequence[Variable]) -> list[str]:
             if node in seen:
                 continue
             seen.add(node)
+            node.tag.__dict__.pop("ufunc", None)  # (built again from the checked Op)
             if _runs_foreign_code(node.op):
                 found[op_label(node.op)] = None
             inner = inner_graph_outputs(node.op)

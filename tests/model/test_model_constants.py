@@ -850,6 +850,55 @@ def test_library_functions_are_judged_with_what_their_closures_hold():
     assert foreign_ops([op(pt.zeros(2), pt.zeros(2))])
 
 
+class _Message(str):  # (printing it runs its __str__)
+    def __str__(self):
+        return "ran"
+
+
+def _ages_ufunc(*args):
+    return AGES.astype(float)
+
+
+_ages_ufunc.nout = 1
+
+
+def _perform_ages(self, node, inputs, outputs):
+    outputs[0][0] = AGES.astype(float)
+
+
+def test_what_an_op_holds_or_names_is_judged_by_its_class():
+    import functools
+
+    import pytensor
+    import pytensor.scalar as ps
+
+    from pytensor.printing import Print
+    from pytensor.tensor.elemwise import Elemwise
+
+    from pymc_dp.model.row_locality import _from_library, foreign_ops
+
+    x = pt.dvector("x")
+    # (a setting of the user's class: Print prints its message, running its __str__)
+    assert foreign_ops([Print(_Message("m"))(x)]) and not foreign_ops([Print("m")(x)])
+
+    # (a class naming PyTensor's module whose perform is a descriptor, not a function)
+    class Twin(type(pt.exp(x).owner.op)):
+        perform = functools.partialmethod(_perform_ages)
+
+    Twin.__module__ = "pytensor.tensor.elemwise"
+    assert not _from_library(Twin)
+
+    # (a function set in place of one PyTensor builds: dropped, built again from the Op)
+    op = Elemwise(ps.add)
+    op.ufunc = _ages_ufunc
+    out = op(x, x, x)
+    py = pytensor.compile.mode.Mode(linker="py", optimizer=None)
+    value = np.ones(N)
+    assert np.array_equal(out.eval({x: value}, mode=py), AGES)
+    assert not foreign_ops([out])
+    assert np.array_equal(out.eval({x: value}, mode=py), 3 * value)
+
+
 def _ages_with_a_draw():
     """The ages held in settings, plus nothing drawn: no piece is an expression of
     constants alone, so only the measure of what is written can catch it."""
