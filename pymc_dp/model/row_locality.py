@@ -73,7 +73,7 @@ from pytensor.graph.op import Op
 from pytensor.graph.type import Type
 from pytensor.graph.traversal import graph_inputs, io_toposort
 from pytensor.raise_op import CheckAndRaise
-from pytensor.scalar.basic import Cast, ScalarOp, Second
+from pytensor.scalar.basic import Cast, Composite, ScalarOp, Second
 from pytensor.tensor import linalg
 from pytensor.tensor.basic import (
     ARange,
@@ -493,7 +493,6 @@ def _from_library(cls: type) -> bool:
     return found
 
 
-
 def _made_by_dataclasses(cls: type, method) -> bool:
     """Whether ``method`` is one that ``dataclasses`` wrote for the library class ``cls``
     (its code has no file), calling no function but the fields' default factories, judged."""
@@ -564,15 +563,14 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
             v is None or _plain(v) or (callable(v) and _inert(v, seen))
             for v in (*value.args, *value.keywords.values()))
     if isinstance(value, _C_CALLABLES):
-        # (written in C, so not by the user; bound to an object, it may call that object's
-        # Python methods: judged by the object's class)
-        # (a class's slot wrapper, Leaker.__call__, runs its metaclass's and the class's
-        # code; a module's function, the module's: builtins.exec runs any)
+        # (written in C, so not by the user, but it runs what it is bound to: a module's
+        # function the module's code (builtins.exec runs any), a class's slot wrapper
+        # (Cls.__call__) the class's and its metaclass's, an object's method what the
+        # object holds (an array's copy returns the array))
         bound = getattr(value, "__self__", None)
         if isinstance(bound, ModuleType):
             return (bound.__name__.split(".")[0] in _C_MODULES
                     and not (bound.__name__ == "builtins" and value.__name__ in _RUNS_ANY))
-        # (bound to an object, what it holds too: an array's copy returns the array)
         return bound is None or (library_code(bound) if isinstance(bound, type)
                                  else _inert(bound, seen))
     if isinstance(value, type):
@@ -733,16 +731,18 @@ def _drop_built_caches(op) -> None:
     it computes in Python (an Elemwise's ufunc and nfunc, a Composite's Python function),
     so that they are built again from what was checked: set by hand, they would run in
     their place."""
-    for name in _BUILT_CACHES.get(type(op).__name__, ()):
-        if name in getattr(op, "__dict__", {}) and _from_library(type(op)):
-            if name.startswith("_"):
-                delattr(op, name)
-            else:
-                setattr(op, name, None)
+    held = getattr(op, "__dict__", {})
+    for cls, names in _BUILT_CACHES.items():
+        if isinstance(op, cls):
+            for name in names:
+                if name.startswith("_"):
+                    held.pop(name, None)  # (built on first use when missing)
+                elif held.get(name) is not None:
+                    setattr(op, name, None)  # (built when None)
 
 
-#: The attributes in which PyTensor keeps functions it builds, by the name of the class.
-_BUILT_CACHES = {"Elemwise": ("ufunc", "nfunc"), "Composite": ("_py_perform_fn",)}
+#: The attributes in which PyTensor keeps functions it builds, by Op class.
+_BUILT_CACHES = {Elemwise: ("ufunc", "nfunc"), Composite: ("_py_perform_fn",)}
 
 
 def _names_numpys_function(name) -> bool:
