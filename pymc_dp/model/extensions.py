@@ -22,13 +22,9 @@ import sys
 
 from types import FunctionType
 
-from pytensor.graph.op import Op
-
 from pymc_dp.errors import UnsupportedModelError
 
-from pymc_dp.model.row_locality import (
-    _CODE, _from_library, _known_callable, _plain, library_code,
-)
+from pymc_dp.model.row_locality import _inert, library_code
 
 __all__ = ["foreign_extensions", "refuse_foreign_extensions"]
 
@@ -55,14 +51,14 @@ def foreign_extensions() -> list[str]:
                 found.append(f"{name} for {getattr(cls, '__name__', cls)}")
     seen: set = set()  # (each object judged once; the first finding refuses)
     for rewriter in _rewriters(mode.optdb):
-        if not _runs_library_code(rewriter, seen):
+        if not _inert(rewriter, seen):
             label = getattr(rewriter, "__name__", None) or getattr(rewriter, "name", None)
             found.append(f"the rewrite {label or type(rewriter).__name__!r}")
     # (and the modes get_default_mode keeps for the configuration's names)
     for registry in ("predefined_modes", "predefined_linkers", "predefined_optimizers",
                      "_CACHED_RUNTIME_MODES"):
         for name, value in list(getattr(mode, registry, {}).items()):
-            if not _runs_library_code(value, seen):
+            if not _inert(value, seen):
                 found.append(f"the {registry.split('_')[-1][:-1].lower()} {name!r}")
     return found
 
@@ -114,25 +110,3 @@ def _rewriters(db, seen=None):
             yield rewriter
             if hasattr(rewriter, "__db__"):
                 yield from _rewriters(rewriter, seen)
-
-
-def _runs_library_code(value, seen: set) -> bool:
-    """Whether ``value``, a registered rewriter, database, mode, linker or optimizer, is of a
-    library class and every callable it holds, through its attributes, containers and the
-    library objects they hold, is library code (a rewrite of the user's is a library
-    class holding the user's function)."""
-    if id(value) in seen or value is None or _plain(value):
-        return True
-    seen.add(id(value))
-    if isinstance(value, dict | list | tuple | set | frozenset):
-        items = value.values() if isinstance(value, dict) else value
-        return all(_runs_library_code(v, seen) for v in list(items))
-    if isinstance(value, Op):
-        return _known_callable(value)
-    if callable(value) and (isinstance(value, _CODE) or not _from_library(type(value))):
-        return library_code(value)
-    if not _from_library(type(value)):
-        # (a value: a name, a set of tags; or an object whose methods may be called)
-        return library_code(type(value)) and not hasattr(value, "__dict__")
-    held = vars(value).values() if hasattr(value, "__dict__") else ()
-    return all(_runs_library_code(v, seen) for v in list(held))

@@ -587,8 +587,9 @@ def _library_code(value, dirs: tuple[str, ...], seen: set) -> bool:
 
 
 def _inert(value, seen: set) -> bool:
-    """Whether ``value``, held by a library function's closure or defaults, runs only
-    library code if that function calls it: a plain value, library code, an Op of its
+    """Whether ``value``, held by library code (a library function's closure or defaults,
+    a rewrite or mode registered with PyTensor), runs only library code if that code
+    calls it: a plain value, library code, an Op of its
     library's classes without an inner graph or a Type, or an object of a library class
     whose attributes are all inert; anything else, no (fail closed)."""
     if id(value) in seen or value is None or _plain(value) or isinstance(value, _CONFIG):
