@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+import warnings
 
 from collections.abc import Sequence
 
@@ -172,15 +173,9 @@ def sample(
                        run_id=run_id)
     try:
         _let_chains_use_shared_warmups(steps, True)
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            step=step,
-            model=model,
-            var_names=list(var_names),
-            idata_kwargs=idata_kwargs,
-            **kwargs,
+        idata = _draws_and_stats(
+            model, idata_kwargs, draws=draws, tune=tune, chains=chains, step=step,
+            var_names=list(var_names), **kwargs,
         )
     finally:
         _let_chains_use_shared_warmups(steps, False)
@@ -193,6 +188,41 @@ def sample(
         idata.attrs["dp_tempered"] = report.details["tempered"]
     _warn_about_the_run(idata, report)
     return idata
+
+
+def _draws_and_stats(model, idata_kwargs: dict, **kwargs) -> xr.DataTree:
+    """``pm.sample``'s draws and sample stats as a ``DataTree``, and no group of data.
+
+    ``pm.sample``'s own result copies the data into ``observed_data`` and
+    ``constant_data``, with a label for every row: at n = 10⁶ that more than doubled a
+    run's peak memory, for groups that :func:`release` then drops. So the chains' trace is
+    converted here, group by group, and PyMC's convergence checks (which read the draws and
+    stats only) run on it as ``pm.sample`` runs them.
+    """
+    from pymc.backends.arviz import DataTreeConverter
+    from pymc.stats.convergence import log_warnings, run_convergence_checks
+    from pymc.util import drop_warning_stat
+
+    checks = kwargs.pop("compute_convergence_checks", True)
+    keep_warning_stat = kwargs.pop("keep_warning_stat", False)
+    kwargs.pop("return_inferencedata", None)
+    with warnings.catch_warnings():
+        # (PyMC 6.4 deprecates return_inferencedata=False for users; its trace is what the
+        # conversion below needs. If PyMC removes it, this call fails loudly.)
+        warnings.filterwarnings("ignore", "`return_inferencedata=False`", FutureWarning)
+        trace = pm.sample(model=model, return_inferencedata=False,
+                          compute_convergence_checks=False, **kwargs)
+    converter = DataTreeConverter(
+        trace=trace, model=model, save_warmup=not kwargs.get("discard_tuned_samples", True),
+        **idata_kwargs,
+    )
+    groups = {**converter.posterior_to_xarray(), **converter.sample_stats_to_xarray()}
+    idata = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items() if v is not None})
+    if checks:
+        found = run_convergence_checks(idata, model)
+        if not kwargs.get("quiet", False):
+            log_warnings(found)
+    return idata if keep_warning_stat else drop_warning_stat(idata)
 
 
 #: Tags the warm-up's generator apart from the chains' (PyMC seeds those from random_seed).

@@ -48,6 +48,38 @@ def test_result_carries_no_private_data(released):
     assert not stats & {"lp", "model_logp", "clip_fraction", "log_likelihood"}
 
 
+def test_the_data_is_never_copied_into_a_result_and_pymcs_checks_still_run(
+    regression_model, monkeypatch, caplog
+):
+    """pm.sample's own result copies the data into observed_data and constant_data (at
+    n = 10⁶ that doubled a run's peak memory): pymc_dp.sample converts only the draws and
+    stats, and PyMC's convergence checks still run on them."""
+    from pymc.backends.arviz import DataTreeConverter
+
+    def refuse(self):
+        raise AssertionError("the data was copied into a result")
+
+    monkeypatch.setattr(DataTreeConverter, "observed_data_to_xarray", refuse)
+    monkeypatch.setattr(DataTreeConverter, "constant_data_to_xarray", refuse)
+    args = dict(draws=100, tune=30, chains=2, random_seed=3, progressbar=False, cores=1)
+    with regression_model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
+        with caplog.at_level("INFO", logger="pymc"):
+            idata = pymc_dp.sample(step=step, discard_tuned_samples=False, **args)
+    assert set(idata.children) == {"posterior", "sample_stats", "warmup_posterior",
+                                   "warmup_sample_stats"}
+    assert idata.posterior.sizes["draw"] == 100 and idata.warmup_posterior.sizes["draw"] == 30
+    assert "We recommend running at least 4 chains" in caplog.text  # (PyMC's own check)
+    caplog.clear()
+    with regression_model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
+        with caplog.at_level("INFO", logger="pymc"):
+            pymc_dp.sample(step=step, compute_convergence_checks=False, **args)
+    assert "We recommend running at least 4 chains" not in caplog.text
+
+
 def test_result_attrs_and_report(released):
     idata, step = released
     assert idata.attrs["dp_epsilon"] == pytest.approx(3.0, rel=1e-6)
