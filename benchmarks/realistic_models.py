@@ -48,13 +48,15 @@ One private run per cell says little: its error is mostly the draw of its own re
 with the seed a single run has), labelled ``step#r``; ``--warmup-iterations K`` gives every
 step ``warmup=WarmupPlan(iterations=K)`` (the library's default plan otherwise), to compare
 warm-up lengths on the same seeds; ``--replicates K`` likewise sets how many outcomes the
-warm-up simulates per person to take the clip's bias out of its gradient (0: none).
+warm-up simulates per person to take the clip's bias out of its gradient (0: none), and
+``--clip-margin M`` the warm-up's clip bound over its released quantile.
 
 Usage::
 
     python benchmarks/realistic_models.py [--models linear logistic ...] [--n 10000 100000]
         [--eps 1 4] [--steps DPHMC DPPenalty MinibatchDPPenalty DPBarker] [--seed 13]
         [--draws D] [--tune T] [--repeats R] [--warmup-iterations K] [--replicates K]
+        [--clip-margin M]
 
 e.g. ``python benchmarks/realistic_models.py --n 10000 --eps 4 --steps DPPenalty --models
 linear`` for one run. The default (all models, n ∈ {10⁴, 10⁵}, ε ∈ {1, 4}, all four steps)
@@ -497,6 +499,9 @@ def main(argv=None):
     parser.add_argument("--replicates", type=int, default=None,
                         help="the warm-up's simulated outcomes per person and iteration "
                         "(default: the library's; 0: the plain clipped gradient)")
+    parser.add_argument("--clip-margin", type=float, default=None,
+                        help="the warm-up's clip bound over its released quantile "
+                        "(default: the library's)")
     args = parser.parse_args(argv)
 
     # PyMC's convergence messages would interleave with the table; r̂ is in it.
@@ -505,7 +510,8 @@ def main(argv=None):
     sample_kwargs = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v is not None}
     step_kwargs = {}
     changes = {k: v for k, v in (("iterations", args.warmup_iterations),
-                                 ("replicates", args.replicates)) if v is not None}
+                                 ("replicates", args.replicates),
+                                 ("clip_margin", args.clip_margin)) if v is not None}
     if changes:
         step_kwargs["warmup"] = dataclasses.replace(DEFAULT_WARMUP, **changes)
     print(

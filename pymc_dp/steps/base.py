@@ -380,7 +380,10 @@ class PrivateStep(FixedSettings, ArrayStepShared):
                 "data as written). pm.sample would record them in the trace without noise; "
                 "pymc_dp.sample leaves them out and pymc_dp.release removes them. (Some "
                 "PyMC distributions add their own: OrderedLogistic's and OrderedProbit's "
-                "'…_probs' unless compute_p=False.)",
+                "'…_probs' unless compute_p=False; LKJCholeskyCov's '…_corr' and '…_stds', "
+                "whose graphs hold index arrays.) One computed from parameters and public "
+                "constants alone can be recomputed from the released draws of the free "
+                "variables afterwards: post-processing costs no privacy.",
                 UserWarning,
             )
         self.epsilon = float(eps)
