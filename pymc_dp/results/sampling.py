@@ -132,6 +132,12 @@ def sample(
     idata_kwargs = dict(kwargs.pop("idata_kwargs", None) or {})
     if idata_kwargs.get("log_likelihood"):
         raise ValueError("Log-likelihoods are exact functions of the data; they are never released.")
+    unknown = sorted(set(idata_kwargs) - _converter_settings())
+    if unknown:  # (before anything is reserved: the conversion runs after the chains)
+        raise ValueError(
+            f"idata_kwargs {unknown} are not settings of PyMC's conversion to a DataTree "
+            f"({', '.join(sorted(_converter_settings()))})."
+        )
 
     chains = steps[0].planned_chains if chains is None else chains
     if draws is None or tune is None:  # the step's length for its budget (public numbers)
@@ -207,15 +213,17 @@ def _draws_and_stats(model, idata_kwargs: dict, **kwargs) -> xr.DataTree:
     keep_warning_stat = kwargs.pop("keep_warning_stat", False)
     kwargs.pop("return_inferencedata", None)
     with warnings.catch_warnings():
-        # (PyMC 6.4 deprecates return_inferencedata=False for users; its trace is what the
-        # conversion below needs. If PyMC removes it, this call fails loudly.)
+        # (PyMC 6.4 deprecates return_inferencedata=False for users, and warns that a
+        # MultiTrace keeps the tuning draws; the trace is what the conversion below needs,
+        # which splits them off. If PyMC removes the option, this call fails loudly.)
         warnings.filterwarnings("ignore", "`return_inferencedata=False`", FutureWarning)
+        warnings.filterwarnings("ignore", "Tuning samples will be included", UserWarning)
         trace = pm.sample(model=model, return_inferencedata=False,
                           compute_convergence_checks=False, **kwargs)
-    converter = DataTreeConverter(
-        trace=trace, model=model, save_warmup=not kwargs.get("discard_tuned_samples", True),
-        **idata_kwargs,
-    )
+    # (idata_kwargs override, as pm.sample lets them)
+    settings = {"model": model, "save_warmup": not kwargs.get("discard_tuned_samples", True),
+                **idata_kwargs}
+    converter = DataTreeConverter(trace=trace, **settings)
     groups = {**converter.posterior_to_xarray(), **converter.sample_stats_to_xarray()}
     idata = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items() if v is not None})
     if checks:
@@ -223,6 +231,15 @@ def _draws_and_stats(model, idata_kwargs: dict, **kwargs) -> xr.DataTree:
         if not kwargs.get("quiet", False):
             log_warnings(found)
     return idata if keep_warning_stat else drop_warning_stat(idata)
+
+
+def _converter_settings() -> set[str]:
+    """The ``idata_kwargs`` PyMC's conversion takes (``trace`` is the chains')."""
+    import inspect
+
+    from pymc.backends.arviz import DataTreeConverter
+
+    return set(inspect.signature(DataTreeConverter.__init__).parameters) - {"self", "trace"}
 
 
 #: Tags the warm-up's generator apart from the chains' (PyMC seeds those from random_seed).

@@ -62,11 +62,15 @@ def test_the_data_is_never_copied_into_a_result_and_pymcs_checks_still_run(
     monkeypatch.setattr(DataTreeConverter, "observed_data_to_xarray", refuse)
     monkeypatch.setattr(DataTreeConverter, "constant_data_to_xarray", refuse)
     args = dict(draws=100, tune=30, chains=2, random_seed=3, progressbar=False, cores=1)
-    with regression_model, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+    with regression_model, warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
-        with caplog.at_level("INFO", logger="pymc"):
+        with pytest.raises(ValueError, match=r"idata_kwargs \['log_lik'\]"):
+            pymc_dp.sample(step=step, idata_kwargs={"log_lik": True}, **args)
+        with caplog.at_level("INFO", logger="pymc"):  # (the same step: nothing was spent)
             idata = pymc_dp.sample(step=step, discard_tuned_samples=False, **args)
+    assert not [w for w in seen if "Tuning samples" in str(w.message)]  # (a MultiTrace's)
+    assert not [w for w in seen if issubclass(w.category, FutureWarning)]
     assert set(idata.children) == {"posterior", "sample_stats", "warmup_posterior",
                                    "warmup_sample_stats"}
     assert idata.posterior.sizes["draw"] == 100 and idata.warmup_posterior.sizes["draw"] == 30
@@ -78,6 +82,12 @@ def test_the_data_is_never_copied_into_a_result_and_pymcs_checks_still_run(
         with caplog.at_level("INFO", logger="pymc"):
             pymc_dp.sample(step=step, compute_convergence_checks=False, **args)
     assert "We recommend running at least 4 chains" not in caplog.text
+    with regression_model, warnings.catch_warnings():  # (idata_kwargs override, as in pm.sample)
+        warnings.simplefilter("ignore", UserWarning)
+        step = pymc_dp.DPPenalty(eps=3.0, clip_bound=3.0, chains=2, scaling=0.05)
+        idata = pymc_dp.sample(step=step, idata_kwargs={"model": regression_model,
+                                                        "save_warmup": True}, **args)
+    assert idata.posterior.sizes["draw"] == 100  # (tuning draws discarded: none to save)
 
 
 def test_result_attrs_and_report(released):
