@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import uuid
 import warnings
 
@@ -12,7 +13,10 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from pymc.backends.arviz import DataTreeConverter
 from pymc.model import modelcontext
+from pymc.stats.convergence import log_warnings, run_convergence_checks
+from pymc.util import drop_warning_stat
 
 from pymc_dp.errors import warn
 from pymc_dp.validation import check_int
@@ -205,10 +209,6 @@ def _draws_and_stats(model, idata_kwargs: dict, **kwargs) -> xr.DataTree:
     converted here, group by group, and PyMC's convergence checks (which read the draws and
     stats only) run on it as ``pm.sample`` runs them.
     """
-    from pymc.backends.arviz import DataTreeConverter
-    from pymc.stats.convergence import log_warnings, run_convergence_checks
-    from pymc.util import drop_warning_stat
-
     checks = kwargs.pop("compute_convergence_checks", True)
     keep_warning_stat = kwargs.pop("keep_warning_stat", False)
     kwargs.pop("return_inferencedata", None)
@@ -235,10 +235,6 @@ def _draws_and_stats(model, idata_kwargs: dict, **kwargs) -> xr.DataTree:
 
 def _converter_settings() -> set[str]:
     """The ``idata_kwargs`` PyMC's conversion takes (``trace`` is the chains')."""
-    import inspect
-
-    from pymc.backends.arviz import DataTreeConverter
-
     return set(inspect.signature(DataTreeConverter.__init__).parameters) - {"self", "trace"}
 
 
