@@ -1125,6 +1125,22 @@ def test_the_plan_says_how_far_the_mode_lies_for_a_parameter_m_people_inform():
     assert 0.5 * figure < rms < 2.0 * figure
 
 
+@pytest.mark.parametrize("n, eps, wanders", [(2000, 1.0, True), (10_000, 1.0, False),
+                                               (2000, 4.0, False)])
+def test_the_plan_says_when_the_warm_ups_iterates_can_wander(n, eps, wanders):
+    # At n = 2000 and ε = 1 most warm-ups of ordinary models ended many posterior sds off
+    # (docs/private-mcmc.md, "Small data sets"): the plan, reading no data, says so where
+    # its own figure for the mode exceeds one posterior sd with every person informing.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 4))
+    with pm.Model():
+        b = pm.Normal("b", 0.0, 5.0, shape=4)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.Normal("y", pm.Data("x", x) @ b, sigma, observed=rng.normal(size=n))
+        text = str(pymc_dp.DPPenalty(eps=eps).plan(chains=2))
+    assert ("more than one posterior sd off even where every person informs" in text) is wanders
+
+
 def test_group_intercepts_and_slopes_with_a_fixed_prior_end_near_the_mode():
     # Intercepts and slopes per group on a covariate far from zero (weekly hours, mean 4),
     # under a fixed prior: on θ's own chart (no release coordinates per group) they ended
