@@ -136,11 +136,12 @@ def sample(
     idata_kwargs = dict(kwargs.pop("idata_kwargs", None) or {})
     if idata_kwargs.get("log_likelihood"):
         raise ValueError("Log-likelihoods are exact functions of the data; they are never released.")
-    unknown = sorted(set(idata_kwargs) - _converter_settings())
+    known = _converter_settings()
+    unknown = sorted(set(idata_kwargs) - known)
     if unknown:  # (before anything is reserved: the conversion runs after the chains)
         raise ValueError(
             f"idata_kwargs {unknown} are not settings of PyMC's conversion to a DataTree "
-            f"({', '.join(sorted(_converter_settings()))})."
+            f"({', '.join(sorted(known))})."
         )
 
     chains = steps[0].planned_chains if chains is None else chains
