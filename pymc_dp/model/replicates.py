@@ -11,8 +11,9 @@ error of a few of them from each person's clipped gradient.
 Privacy rests on one fact, proven on the graph before anything is compiled (fail closed):
 replicate j reads data row j only, and the uniforms. Each person's corrected gradient then
 reads their own record only, is clipped again, and the release keeps its sensitivity. A
-model whose replicates cannot be proven row-local, or whose outcomes have no inverse CDF in
-PyMC (Poisson, negative binomial, mixtures, multivariate rows), has none: its warm-up runs
+model whose replicates cannot be proven row-local, or whose outcomes have no inverse CDF
+(mixtures, a beta-binomial, multivariate rows; the counts PyMC has none for get one in
+:mod:`pymc_dp.model.inverse_cdfs`), has none: its warm-up runs
 without the correction.
 """
 
@@ -47,7 +48,7 @@ class Replicates:
         """Whether the model's outcomes can be simulated row by row (graph only, no data).
 
         Holds when every observed variable is a data array or container (not an expression),
-        has an inverse CDF in PyMC, does not depend on another observed variable, and the
+        has an inverse CDF (:func:`~pymc_dp.model.inverse_cdfs.inverse_cdf`), does not depend on another observed variable, and the
         graph of its simulation is proven to read data row j only for row j, every array
         with one entry per person counted as per-row data. Decided by the graph and the
         arrays' shapes alone, never their values: the answer changes what the warm-up

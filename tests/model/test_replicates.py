@@ -23,6 +23,12 @@ def _regression(x, y, likelihood="normal"):
                         lower=None, upper=1.5, observed=np.minimum(y, 1.5))
         elif likelihood == "numpy":  # covariates as a NumPy array in the graph
             pm.Normal("y", a + b * x, pm.HalfNormal("s", 2.0), observed=y)
+        elif likelihood == "poisson":
+            pm.Poisson("y", pm.math.exp(a + b * xd), observed=np.round(np.abs(y)))
+        elif likelihood == "binomial":  # trials per person, from their covariate
+            trials = 5 + np.round(np.abs(x) * 3)
+            pm.Binomial("y", n=trials, logit_p=a + b * xd,
+                        observed=np.minimum(np.round(np.abs(y)), trials))
     return model
 
 
@@ -32,7 +38,7 @@ def _data(n=200, seed=0):
     return x, 1.0 + 0.5 * x + rng.normal(0.0, 0.8, n)
 
 
-@pytest.mark.parametrize("likelihood", ["normal", "gamma", "censored", "numpy"])
+@pytest.mark.parametrize("likelihood", ["normal", "gamma", "censored", "numpy", "poisson", "binomial"])
 def test_replicate_j_reads_person_js_record_only(likelihood):
     x, y = _data()
     y = np.abs(y) + 0.1 if likelihood == "gamma" else y
@@ -98,10 +104,10 @@ def test_a_backend_without_an_inverse_cdf_simulates_with_the_default_one(monkeyp
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
-def _poisson():
+def _beta_binomial():  # (no inverse CDF, here or in PyMC)
     with pm.Model() as m:
-        lam = pm.Gamma("lam", 2.0, 1.0)
-        pm.Poisson("y", lam, observed=np.arange(10) % 3)
+        a = pm.Gamma("a", 2.0, 1.0)
+        pm.BetaBinomial("y", a, 2.0, 5, observed=np.arange(10) % 3)
     return m
 
 
@@ -124,7 +130,7 @@ def _chained():  # the second outcome's distribution reads the first's observed 
 
 
 
-@pytest.mark.parametrize("build", [_poisson, _mvnormal, _chained])
+@pytest.mark.parametrize("build", [_beta_binomial, _mvnormal, _chained])
 def test_models_without_a_row_by_row_simulation_have_no_replicates(build):
     pmodel = PrivateModel(build())
     assert not pmodel.can_replicate()
@@ -197,12 +203,19 @@ def _family(name, x, rng):
             pm.LogNormal("y", eta, s, observed=rng.lognormal(size=n))
         elif name == "bernoulli":
             pm.Bernoulli("y", logit_p=eta, observed=rng.binomial(1, 0.4, n))
+        elif name == "poisson":
+            pm.Poisson("y", pm.math.exp(eta + 1.0), observed=rng.poisson(3.0, n))
+        elif name == "negative_binomial":
+            pm.NegativeBinomial("y", mu=pm.math.exp(eta + 1.0), alpha=s + 0.5,
+                                observed=rng.negative_binomial(2, 0.4, n))
+        elif name == "binomial":
+            pm.Binomial("y", n=12, logit_p=eta, observed=rng.binomial(12, 0.4, n))
     return model
 
 
 @pytest.mark.parametrize("name", [
     "truncated_lower", "truncated_upper", "truncated_both", "weibull", "student_t", "beta",
-    "lognormal", "bernoulli",
+    "lognormal", "bernoulli", "poisson", "negative_binomial", "binomial",
 ])
 def test_each_familys_replicates_are_finite_with_gradients_of_mean_zero(name):
     # (PyMC's own inverse CDF of pm.Truncated with a lower bound alone gave NaN for most
