@@ -170,9 +170,30 @@ class Replicates:
                 *self._replicate_extra[1],
             )
             values = list(self._data_values)
+            unusable = np.zeros(self.n_data, dtype=bool)
             for s, y in zip(slots, simulated):
-                values[s] = np.asarray(y).astype(values[s].dtype, copy=False)
-            rows.append(withholding_details(
+                values[s], missing = _as_outcomes(y, values[s].dtype)
+                unusable |= missing
+            grads = withholding_details(
                 "the per-datum gradients", self._gradient_rows_fn, q, *values
-            )[0])
+            )[0]
+            if unusable.any():
+                grads = np.where(unusable[:, None], np.nan, grads)
+            rows.append(grads)
         return rows
+
+
+def _as_outcomes(y, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Simulated outcomes in the data's dtype, and the rows where they cannot be: a NaN
+    (an inverse CDF's bracket missed) or a count beyond an integer dtype's range, which a
+    cast would turn into an arbitrary number. Those rows' replicate gradients become NaN,
+    which the correction leaves out of that person's estimate (row by row: row j's mask
+    reads outcome j only)."""
+    y = np.asarray(y)
+    if not np.issubdtype(dtype, np.integer):
+        return y.astype(dtype, copy=False), np.zeros(len(y), dtype=bool)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(y) & (y >= info.min) & (y <= info.max))
+    bad_rows = bad.reshape(len(y), -1).any(axis=1)
+    return np.where(bad, 0, y).astype(dtype), bad_rows

@@ -1,11 +1,14 @@
 """Outcomes simulated row by row (pymc_dp.model.replicates): which models have them, that
 replicate j reads person j's record only, and that their gradients have mean zero."""
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytest
 
 from pymc_dp.model import PrivateModel
+from pymc_dp.model.replicates import _as_outcomes
 
 
 def _regression(x, y, likelihood="normal"):
@@ -230,3 +233,32 @@ def test_each_familys_replicates_are_finite_with_gradients_of_mean_zero(name):
     sums = np.array([r.sum(0) for r in reps])
     scale = sums.std(0, ddof=1) / np.sqrt(len(sums) // 2)  # (as above: conservative)
     assert np.all(np.abs(sums.mean(0)) <= 4.0 * scale)  # (s does not enter a Bernoulli: 0)
+
+
+def test_an_outcome_that_cannot_be_simulated_is_left_out_of_its_row_only():
+    # Row 3's Poisson mean (10¹⁰) is beyond the inverse CDF's bracket: its outcome is NaN,
+    # which a cast to the data's integer dtype would have made an arbitrary count (with a
+    # RuntimeWarning); its replicate gradients are NaN instead, the other rows' untouched.
+    exposure = np.ones(50)
+    exposure[3] = 1e10
+    y = np.random.default_rng(2).poisson(2.0, 50)
+    y[3] = 0
+    with pm.Model() as model:
+        e = pm.Data("e", exposure)
+        a = pm.Normal("a", 0.0, 1.0)
+        pm.Poisson("y", pm.math.exp(a) * e, observed=y)
+    pmodel = PrivateModel(model)
+    assert pmodel.can_replicate()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        reps = pmodel.replicate_gradient_rows(np.zeros(1), np.random.default_rng(0), 4)
+    for r in reps:
+        assert np.all(np.isnan(r[3])) and np.all(np.isfinite(np.delete(r, 3, axis=0)))
+
+
+def test_counts_beyond_an_integer_dtypes_range_are_marked_not_wrapped():
+    values, bad = _as_outcomes(np.array([1.0, np.nan, 300.0, -1.0, np.inf]), np.dtype("int8"))
+    assert bad.tolist() == [False, True, True, False, True]
+    assert values.dtype == np.int8 and values[0] == 1 and values[3] == -1
+    values, bad = _as_outcomes(np.array([[0.5, np.nan], [1.0, 2.0]]), np.dtype("float32"))
+    assert values.dtype == np.float32 and not bad.any()  # (NaN floats reach the gradient)
