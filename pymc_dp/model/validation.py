@@ -282,7 +282,10 @@ class ModelChecks:
                 "privacy guarantee would not hold: give each row its own values (one row per "
                 "person on the leading axis). If it is a public constant (a design of the "
                 "analysis, a known covariance matrix), wrap it in pm.Data and "
-                "declare it with pymc_dp.public_data(...). Rows picked by a mask or an "
+                "declare it with pymc_dp.public_data(...). PyMC makes such arrays from "
+                "numbers you give, too (the fixed psi of a zero-inflated distribution, a "
+                "mixture's fixed weights): pass those numbers as pm.Data declared public. "
+                "Rows picked by a mask or an "
                 "index (x[event], for censored times) are one too: keep every person's row "
                 "in one observed variable (pm.Censored for censored times)."
             )

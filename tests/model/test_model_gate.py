@@ -562,3 +562,20 @@ def test_an_op_that_names_a_library_module_as_its_own_is_refused():
         pm.Normal("y", mu, 1.0, observed=Y)
     with pytest.raises(UnsupportedModelError, match="_Spoofed: an operation that runs code"):
         PrivateModel(model)
+
+
+def test_a_fixed_zero_inflation_is_refused_with_the_way_to_declare_it_public():
+    # PyMC stacks a fixed psi into the weight vector (1 − psi, psi): an array off the datum
+    # axis, which could as well hold people's values. The message says what to do, and
+    # doing it is accepted.
+    with pm.Model() as fixed:
+        a = pm.Normal("a")
+        pm.ZeroInflatedPoisson("y", 0.7, pm.math.exp(a) * EXPOSURE, observed=COUNTS)
+    with pytest.raises(UnsupportedModelError, match="fixed psi of a zero-inflated"):
+        PrivateModel(fixed)
+    with pm.Model() as declared:
+        psi = pm.Data("psi", 0.7)
+        pymc_dp.public_data(psi)
+        a = pm.Normal("a")
+        pm.ZeroInflatedPoisson("y", psi, pm.math.exp(a) * EXPOSURE, observed=COUNTS)
+    assert PrivateModel(declared).dim == 1
