@@ -130,20 +130,14 @@ class Replicates:
         self._replicate_extra = (list(extra.values()), extra_values)
         return q, uniforms, outcomes, slots
 
-    def replicate_gradient_rows(self, q: np.ndarray, rng: np.random.Generator,
-                                draws: int) -> list[np.ndarray]:
-        """Per-datum gradient rows at ``draws`` simulated data sets (antithetic pairs).
-
-        Each replicate is drawn at θ = ``q`` from the model, row by row, by the inverse
-        CDF of uniforms from ``rng`` (``u`` and ``1 − u`` in pairs); row j of each returned
-        array is ``∇_θ ℓ_j`` at person j's covariates and simulated outcome. Private (they
-        read the covariates): only :func:`pymc_dp.kernels.score_correction.debiased_rows`
-        may use them. Requires :meth:`can_replicate`.
-        """
+    def compile_replicates(self) -> None:
+        """Compile the simulation and the gradient rows it feeds (shapes only, no data
+        read); a step calls it when it is built, so that a backend that cannot compile it
+        fails before anything is released. Requires :meth:`can_replicate`."""
         if not self.can_replicate():
             raise ValueError("this model's outcomes cannot be simulated row by row")
-        q_var, uniforms, outcomes, slots = self._replicate_graph
         if self._replicate_fn is None:
+            q_var, uniforms, outcomes, _ = self._replicate_graph
             extra_inputs, _ = self._replicate_extra
             inputs = [q_var, *uniforms, *self._placeholders, *extra_inputs]
             try:
@@ -158,6 +152,19 @@ class Replicates:
             fn.trust_input = True
             self._replicate_fn = fn
         self.compile_gradient_rows()
+
+    def replicate_gradient_rows(self, q: np.ndarray, rng: np.random.Generator,
+                                draws: int) -> list[np.ndarray]:
+        """Per-datum gradient rows at ``draws`` simulated data sets (antithetic pairs).
+
+        Each replicate is drawn at θ = ``q`` from the model, row by row, by the inverse
+        CDF of uniforms from ``rng`` (``u`` and ``1 − u`` in pairs); row j of each returned
+        array is ``∇_θ ℓ_j`` at person j's covariates and simulated outcome. Private (they
+        read the covariates): only :func:`pymc_dp.kernels.score_correction.debiased_rows`
+        may use them. Requires :meth:`can_replicate`.
+        """
+        self.compile_replicates()
+        slots = self._replicate_graph[3]
         q = np.ascontiguousarray(q, dtype=self._q.dtype)
         shapes = [(self.n_data, *self._data_values[s].shape[1:]) for s in slots]
         rows = []

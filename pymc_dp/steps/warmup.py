@@ -280,8 +280,10 @@ class PrivateWarmup:
                 f"{err} The private warm-up that chooses the start, proposal shape and clip "
                 "bounds needs gradients: give the settings by hand and warmup=False."
             ) from None
-        if self.warmup.replicates:
-            self.private_model.can_replicate()  # (its graph is checked now, not mid-run)
+        if self.warmup.replicates and self.private_model.can_replicate():
+            # (its graph checked and compiled now: a backend that cannot compile it fails
+            # before the warm-up's first release, not after)
+            self.private_model.compile_replicates()
         if self.warmup.hessian_norms and self.private_model.likelihood_kinks():
             # (the graph's structure: every row's Hessian is zero but at its own kink)
             self.warmup = self.warmup.without_hessian_norms()

@@ -1227,3 +1227,32 @@ def test_a_free_variable_with_one_entry_per_person_is_refused_before_the_warm_up
         # (a minibatch step cannot follow z over a batch of rows: refused as before)
         with pytest.raises(pymc_dp.UnsupportedModelError, match="batch of rows"):
             pymc_dp.MinibatchDPPenalty(eps=1.0, clip_bound=1.0, warmup=False)
+
+
+def test_the_simulation_is_compiled_when_the_step_is_built(monkeypatch):
+    # A backend that cannot compile the warm-up's simulated outcomes (with an error other
+    # than a missing op, which falls back to the default backend) fails when the step is
+    # built, before any release, not in the middle of the warm-up.
+    import pymc_dp.model.replicates as replicates
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    counts = rng.poisson(np.exp(0.3 + 0.2 * x))
+
+    def model():
+        with pm.Model() as m:
+            xd = pm.Data("x", x)
+            a, b = pm.Normal("a", 0.0, 2.0), pm.Normal("b", 0.0, 2.0)
+            pm.Poisson("y", pm.math.exp(a + b * xd), observed=counts)
+        return m
+
+    with model():
+        step = pymc_dp.DPPenalty(eps=1.0)
+    assert step.private_model._replicate_fn is not None
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the backend could not compile this")
+
+    monkeypatch.setattr(replicates, "compile_function", broken)
+    with model(), pytest.raises(RuntimeError, match="could not compile"):
+        pymc_dp.DPPenalty(eps=1.0)
