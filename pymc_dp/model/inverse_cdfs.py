@@ -34,9 +34,9 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc.distributions.continuous import TruncatedNormalRV
-from pytensor.tensor.random.basic import BinomialRV, NegBinomialRV, PoissonRV
 from pymc.distributions.dist_math import normal_lcdf
 from pymc.logprob.basic import icdf
+from pytensor.tensor.random.basic import BinomialRV, NegBinomialRV, PoissonRV
 
 __all__ = ["inverse_cdf"]
 

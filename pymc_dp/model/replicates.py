@@ -48,11 +48,11 @@ class Replicates:
         """Whether the model's outcomes can be simulated row by row (graph only, no data).
 
         Holds when every observed variable is a data array or container (not an expression),
-        has an inverse CDF (:func:`~pymc_dp.model.inverse_cdfs.inverse_cdf`), does not depend on another observed variable, and the
-        graph of its simulation is proven to read data row j only for row j, every array
-        with one entry per person counted as per-row data. Decided by the graph and the
-        arrays' shapes alone, never their values: the answer changes what the warm-up
-        releases.
+        has an inverse CDF (:func:`~pymc_dp.model.inverse_cdfs.inverse_cdf`), does not
+        depend on another observed variable, and the graph of its simulation is proven to
+        read data row j only for row j, every array with one entry per person counted as
+        per-row data. Decided by the graph and the arrays' shapes alone, never their values:
+        the answer changes what the warm-up releases.
         """
         if "_replicate_graph" not in self.__dict__:
             self._replicate_graph = self._build_replicates()
