@@ -18,7 +18,7 @@ finite) or wrong:
   bisection over a bracket that holds it (:func:`_count_quantile`), a fixed number of
   steps, with the CDF from the regularised incomplete gamma or beta function; exact (as
   SciPy's ``ppf``), and NaN where the bracket was too wide or did not hold it (the
-  correction then leaves that outcome out). About 1 µs an outcome at a regression's counts.
+  correction then leaves that outcome out). 1–3 µs an outcome at a regression's counts.
 
 A rule is a function ``(op, rv, u) -> outcome`` of the variable and a tensor of uniforms of
 the outcome's shape, built from elementwise operations on ``u`` and the distribution's
