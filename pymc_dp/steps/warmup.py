@@ -646,8 +646,8 @@ class PrivateWarmup:
             )
             if noise / np.sqrt(n) > WANDERING_MODE_NOISE:
                 notes.append(
-                    "the warm-up's mode: more than one posterior sd off even where every "
-                    "person informs: each iteration's release then moves its step by several "
+                    f"the warm-up's mode: more than {WANDERING_MODE_NOISE:g} posterior sd "
+                    "off even where every person informs: each iteration's release then moves its step by several "
                     "posterior sds, the iterates can wander, and the mode can end many sds off, "
                     "further than its own noise figure says (at n = 2000 and ε = 1 most "
                     "runs of ordinary models did: docs/private-mcmc.md, 'Small data "
