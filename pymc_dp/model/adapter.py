@@ -49,6 +49,7 @@ from pymc_dp.model.graphs import (
     without_checks_on,
 )
 from pymc_dp.model.probes import RowProbes, data_digest
+from pymc_dp.model.shared_solves import with_shared_solves_as_products
 from pymc_dp.model.extensions import refuse_foreign_extensions
 from pymc_dp.model.validation import ModelChecks
 from pymc_dp.model.gradients import Gradients
@@ -191,6 +192,7 @@ class PrivateModel(ModelChecks, RowProbes, Gradients, PublicPrior, RowBatches, R
             strict=False,
         )[0]
         per_datum = without_checks_on(per_datum, self._placeholders)
+        per_datum = with_shared_solves_as_products(per_datum)
         (per_datum, prior), q = join_nonshared_inputs(
             self._initial_point, [per_datum, prior_terms], self.value_vars
         )

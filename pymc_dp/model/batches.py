@@ -17,6 +17,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import UnsupportedModelError
 from pymc_dp.model.graphs import compile_function, rebuild_graph, without_checks_on
+from pymc_dp.model.shared_solves import with_shared_solves_as_products
 
 __all__ = ["RowBatches"]
 
@@ -175,5 +176,6 @@ class RowBatches:
             per_datum = row_sums if per_datum is None else per_datum + row_sums
         (per_datum,) = rebuild_graph([per_datum], data_map)
         per_datum = without_checks_on(per_datum, placeholders)
+        per_datum = with_shared_solves_as_products(per_datum)
         (per_datum,), q = join_nonshared_inputs(self._initial_point, [per_datum], self.value_vars)
         return [q, *placeholders], per_datum

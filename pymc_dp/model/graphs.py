@@ -200,28 +200,32 @@ def without_checks_on(graph: Variable, data: Sequence[Variable]) -> Variable:
     """
     data = list(data)
 
-    def reads_data(node) -> bool:
-        return isinstance(node.op, CheckAndRaise) and reads_any(node.inputs[1:], data)
+    def unchecked(node, inputs):
+        if isinstance(node.op, CheckAndRaise) and reads_any(node.inputs[1:], data):
+            return [inputs[0]]
+        return None
 
-    (out,) = rebuild_graph([graph], {}, passthrough=reads_data)
+    (out,) = rebuild_graph([graph], {}, substitute=unchecked)
     return out
 
 
-def rebuild_graph(outputs: list[Variable], replace: dict, passthrough=None) -> list[Variable]:
+def rebuild_graph(outputs: list[Variable], replace: dict, substitute=None) -> list[Variable]:
     """``outputs`` with ``replace`` applied, re-deriving the types of every node downstream.
 
     Unlike ``graph_replace``, a replacement may have a less specific type (a leading length
     of ``None`` instead of n): each affected node is rebuilt with ``make_node``, so its
     output types follow the new inputs, and a ``SpecifyShape`` of an affected variable drops
-    its leading length. Nodes not downstream of a replacement are kept as they are. A node
-    for which ``passthrough(node)`` holds is replaced by its first input (a check taken out).
+    its leading length. Nodes not downstream of a replacement are kept as they are.
+    ``substitute(node, new_inputs)``, where given, returns the outputs that replace a node
+    (a check taken out, a solve rewritten), or None to keep it.
     """
     memo = dict(replace)
     batches = set(replace.values())
     for node in io_toposort(list(graph_inputs(outputs)), outputs):
         new_inputs = [memo.get(i, i) for i in node.inputs]
-        if passthrough is not None and passthrough(node):
-            memo[node.outputs[0]] = new_inputs[0]
+        substituted = substitute(node, new_inputs) if substitute is not None else None
+        if substituted is not None:
+            memo.update(zip(node.outputs, substituted))
             continue
         # (a symbolic distribution's make_node pins a batch to the length of the NumPy
         # array it replaced, pm.Censored's per-row bounds: relaxed when met again)

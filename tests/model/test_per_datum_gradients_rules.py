@@ -87,7 +87,7 @@ def _many_coordinates():  # 8 coordinates, φ broadcast: an (n, d) matrix of row
     pm.Normal("y", pm.Normal("m", shape=8).sum(), 1, observed=Y)
 
 
-def _mvnormal_lkj():  # φ (the Cholesky factor) meets the data in a solve: no copy rule
+def _mvnormal_lkj():  # φ (L⁻¹) meets x − μ, which reads θ, in a product: no copy rule
     chol, *_ = pm.LKJCholeskyCov("c", n=2, eta=2, sd_dist=pm.Exponential.dist(1))
     pm.MvNormal("z", mu=pm.Normal("mu", shape=2), chol=chol, observed=X)
 
