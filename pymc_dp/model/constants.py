@@ -385,6 +385,11 @@ def may_hold_people(const: Constant, node, position) -> bool:
     if node is None:
         return np.size(const.data) > 1
     if structural_use(node, position):
+        # An index array selects or places values: a per-person table written as positions
+        # (a[table][g], zeros(k)[table].set(a)) moves every row its entries reach. Only
+        # layouts a shape determines pass (a range, a triangle's indices: PyMC's own).
+        if isinstance(node.op, _INDEXING) and np.size(const.data) > 1:
+            return not shape_determined_index(np.asarray(const.data))
         return False
     if (
         isinstance(node.op, Subtensor)
@@ -398,9 +403,43 @@ def may_hold_people(const: Constant, node, position) -> bool:
         # (never by its values: a per-person table whose entries happen to be equal would
         # pass, and one person's differing entry would then be refused)
         return True
-    if one_number(np.asarray(const.data)):
-        return False  # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d))
+    if one_number(np.asarray(const.data)) or _is_range(np.asarray(const.data)):
+        # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d), a range:
+        # PyMC folds arange(1, k + 1) into one when a model's graph is rewritten in place)
+        return False
     return np.size(const.data) > 1
+
+
+def _is_range(a: np.ndarray) -> bool:
+    """Whether ``a`` is a 1-d run of consecutive integers, up or down (``arange``)."""
+    if a.ndim != 1 or a.size < 2 or not np.issubdtype(a.dtype, np.integer):
+        return False
+    step = np.arange(a.size, dtype=np.int64)
+    shifted = a.astype(np.int64) - np.int64(a[0])
+    return bool(np.array_equal(shifted, step) or np.array_equal(shifted, -step))
+
+
+def shape_determined_index(a: np.ndarray) -> bool:
+    """Whether an index array's entries follow from its length alone (and at most one
+    number): all equal, a range (:func:`_is_range`), the rows or columns of a triangle's
+    indices (``np.tril_indices``, ``np.triu_indices``, with or without the diagonal), or
+    the positions of a packed triangle's diagonal. These are the layouts PyMC writes (an
+    LKJ factor's triangle, its diagonal); a table of people's values is none of them
+    except by chance, and is then accepted only as that layout.
+    """
+    if one_number(a) or _is_range(a):
+        return True
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        return False
+    m = a.size
+    layouts = []
+    for k in range(1, m + 2):
+        for offset, count in ((0, k * (k + 1) // 2), (1, k * (k - 1) // 2)):
+            if count == m:
+                layouts += [*np.tril_indices(k, -offset), *np.triu_indices(k, offset)]
+    rows = np.arange(1, m + 1)
+    layouts += [np.cumsum(rows) - 1, np.concatenate([[0], np.cumsum(rows[::-1])[:-1]])]
+    return any(np.array_equal(a, layout) for layout in layouts)
 
 
 def one_number(a: np.ndarray) -> bool:

@@ -277,8 +277,10 @@ class ModelChecks:
             raise UnsupportedModelError(
                 "The likelihood reads a NumPy array that is not on the datum axis (its leading "
                 "length is not the number of rows): a table indexed by per-row integers "
-                "(x[g]), or values shared by every row. If it holds people's values (a "
-                "per-person table of covariates), one person would move many rows and the "
+                "(x[g]), values shared by every row, or an index array that picks or places "
+                "parameters (a[table], positions set from a table). If it holds people's "
+                "values (a per-person table of covariates), one person would move many rows "
+                "and the "
                 "privacy guarantee would not hold: give each row its own values (one row per "
                 "person on the leading axis). If it is a public constant (a design of the "
                 "analysis, a known covariance matrix), wrap it in pm.Data and "

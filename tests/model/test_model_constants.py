@@ -106,6 +106,96 @@ def test_a_table_declared_public_is_read_as_a_constant():
     np.testing.assert_allclose(pmodel.loglik(np.array([1.0])), expected)
 
 
+# An index array written as a constant: a per-person table of which parameter applies
+# (REGION[k] for person k) picks parameters into a table the rows then read by their own
+# index, or places them. Review of 2026-11-29: all four passed the checks before.
+REGION = RNG.integers(0, 3, M)
+
+
+def _picked_by_a_table(kind):
+    a = pm.Normal("a", shape=3)
+    region = REGION if kind == "NumPy" else pm.Data("region", REGION)
+    if kind == "public":
+        pymc_dp.public_data(region)
+    pm.Normal("y", a[region][pm.Data("g", PERSON)], 1, observed=Y)
+
+
+def _picked_then_transformed(kind):
+    a = pm.Normal("a", shape=3)
+    pm.Normal("y", pt.exp(2 * a[REGION])[pm.Data("g", PERSON)], 1, observed=Y)
+
+
+def _placed_by_a_table(kind):
+    a = pm.Normal("a", shape=M)
+    pm.Normal("y", pt.zeros(3)[REGION].set(a)[pm.Data("g", PERSON % 3)], 1, observed=Y)
+
+
+def _placed_then_picked(kind):
+    a = pm.Normal("a", shape=3)
+    table = pt.zeros(M)[np.arange(M)].set(a[REGION])
+    pm.Normal("y", table[pm.Data("g", PERSON)], 1, observed=Y)
+
+
+@pytest.mark.parametrize(
+    "build, kind",
+    [(_picked_by_a_table, "NumPy"), (_picked_by_a_table, "pm.Data"),
+     (_picked_then_transformed, None), (_placed_by_a_table, None), (_placed_then_picked, None)],
+)
+def test_an_index_array_of_peoples_values_is_refused(build, kind):
+    with pm.Model() as m:
+        build(kind)
+    with pytest.raises(UnsupportedModelError, match="not on the datum axis") as err:
+        PrivateModel(m)
+    assert "pymc_dp.public_data" in str(err.value)
+    assert kind == "pm.Data" or "picks or places" in str(err.value)
+
+
+def test_the_refused_index_table_does_move_many_rows_and_runs_when_public():
+    def rows_loglik(region):
+        with pm.Model() as m:
+            a = pm.Normal("a", shape=3)
+            pm.Normal("y", a[region][PERSON], 1, observed=Y)
+        return m.compile_logp(vars=m.observed_RVs, sum=False)({"a": np.arange(3.0)})[0]
+
+    moved = REGION.copy()
+    moved[0] = (moved[0] + 1) % 3  # person 0's region: most rows are person 0's
+    assert np.sum(rows_loglik(REGION) != rows_loglik(moved)) > N - M
+    with pm.Model() as m:
+        _picked_by_a_table("public")
+    pmodel = PrivateModel(m)
+    expected = -0.5 * (Y - np.arange(3.0)[REGION][PERSON]) ** 2 - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(pmodel.loglik(np.arange(3.0)), expected)
+
+
+def test_the_layouts_pymc_writes_pass_and_tables_do_not():
+    from pymc_dp.model.constants import shape_determined_index
+
+    for k in (1, 2, 3, 5):
+        for layout in (*np.tril_indices(k), *np.triu_indices(k), *np.tril_indices(k, -1)):
+            if layout.size > 1:
+                assert shape_determined_index(layout)
+        assert shape_determined_index(np.arange(2, 2 + k + 1))
+        assert shape_determined_index(np.cumsum(np.arange(1, k + 2)) - 1)  # packed diagonal
+    assert not shape_determined_index(REGION)
+    assert not shape_determined_index(np.array([2, 0, 1]))
+
+
+def test_an_lkj_model_is_accepted_also_after_pymc_sampled_it():
+    # pm.sample rewrites the model's graph in place: arange(1, k + 1) in the LKJ factor
+    # becomes the constant [1, 2] (a range, shape-determined)
+    with pm.Model() as m:
+        chol, *_ = pm.LKJCholeskyCov("c", n=2, eta=2, sd_dist=pm.Exponential.dist(1))
+        raw = pm.Normal("raw", shape=(3, 2))
+        effects = pt.dot(raw, chol.T)  # correlated group intercepts and slopes
+        g, x = pm.Data("g", PERSON % 3), pm.Data("x", X[:, 0])
+        pm.Normal("y", effects[g, 0] + effects[g, 1] * x, 1, observed=Y)
+    PrivateModel(m)
+    with m:
+        pm.sample(draws=5, tune=5, chains=1, progressbar=False, random_seed=0,
+                  compute_convergence_checks=False)
+    PrivateModel(m)
+
+
 def _ordered_logistic():
     cut = pm.Normal("cut", [-1, 1], 5, transform=pm.distributions.transforms.ordered)
     eta = pm.Data("X", X) @ pm.Normal("b", shape=2)
