@@ -686,9 +686,9 @@ PINNED_MODELS = {
         ['axes', [0], '98722c3f6e'],
         ['axes', [0, 0, 0, 0, 0, 0], '5e9bcb62bd'],
     ],
-    'MvNormal with LKJ': [
-        ['axes', [0], '097cbb93b1'],
-        ['axes', [0, 0, 0, 0, 0], '49ea4defdd'],
+    'MvNormal with LKJ': [  # (since 2026-11-29 its solve per row is a product: shared_solves)
+        ['axes', [0], '897fde4328'],
+        ['axes', [0, 0, 0, 0, 0], '9f2ed6c752'],
     ],
     'ordered logistic': [
         ['axes', [0], '2e7cee62e9'],
