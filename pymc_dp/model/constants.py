@@ -14,7 +14,9 @@ from pytensor.graph.op import Op
 from pytensor.scalar.basic import ScalarOp, Second
 from pytensor.graph.traversal import ancestors
 from pytensor.graph.traversal import graph_inputs, io_toposort  # batches of rows
-from pytensor.tensor.basic import Alloc, AllocEmpty, Split
+from pytensor.tensor.basic import (
+    Alloc, AllocEmpty, MakeVector, ScalarFromTensor, Split, TensorFromScalar,
+)
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.random.op import RandomVariable
@@ -40,6 +42,8 @@ __all__ = [
     "numbers_held",
     "constant_uses",
     "may_hold_people",
+    "shape_determined_index",
+    "shape_only_variables",
     "one_number",
     "scaled_identity",
     "structural_use",
@@ -373,17 +377,23 @@ def shape_use(node, position: int) -> bool:
 _INDEXING = (Subtensor, AdvancedSubtensor, IncSubtensor, AdvancedIncSubtensor)
 
 
-def may_hold_people(const: Constant, node, position) -> bool:
+def may_hold_people(const: Constant, node, position, shape_only=frozenset()) -> bool:
     """Whether a use of an array constant (not on the datum axis) may spread people's values.
 
     Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
     these kinds, and an entry of a constant shape vector); a table indexed by per-row
     integers (one entry read by many rows) always may, whatever its values; any other use
     (values broadcast to every row) may unless the array holds no more than a scalar does
-    (:func:`one_number`).
+    (:func:`one_number`). ``shape_only``: the variables of the graph used only as shapes
+    (:func:`shape_only_variables`); an entry of an integer array passes only into those.
     """
     if node is None:
         return np.size(const.data) > 1
+    if isinstance(node.op, Split) and position == len(node.inputs) - 1:
+        # The sizes of the pieces, which their shapes read back as values. Two sizes hold one
+        # number (they add up to a public length): PyMC's random walk splits [1, steps].
+        sizes = np.asarray(const.data)
+        return sizes.size > 2 and not shape_determined_index(sizes)
     if structural_use(node, position):
         # An index array selects or places values: a per-person table written as positions
         # (a[table][g], zeros(k)[table].set(a)) moves every row its entries reach. Only
@@ -396,8 +406,11 @@ def may_hold_people(const: Constant, node, position) -> bool:
         and position == 0
         and const.dtype.startswith(("int", "uint"))
         and all(isinstance(i, Constant) for i in node.inputs[1:])
+        and node.outputs[0] in shape_only
     ):
-        return False  # an entry of a constant shape vector
+        # an entry of a constant shape vector ([n, k], PyMC's folded shapes), used as a
+        # shape only: an entry that reaches a value (a[R[k]], b * R[k]) is a value read
+        return False
     table = isinstance(node.op, AdvancedSubtensor | AdvancedIncSubtensor) and position < 2
     if table:
         # (never by its values: a per-person table whose entries happen to be equal would
@@ -440,6 +453,33 @@ def shape_determined_index(a: np.ndarray) -> bool:
     rows = np.arange(1, m + 1)
     layouts += [np.cumsum(rows) - 1, np.concatenate([[0], np.cumsum(rows[::-1])[:-1]])]
     return any(np.array_equal(a, layout) for layout in layouts)
+
+
+# Integer arithmetic a shape passes through on its way to a shape input.
+_SHAPE_ARITHMETIC = (Elemwise, MakeVector, DimShuffle, Subtensor, ScalarFromTensor, TensorFromScalar)
+
+
+def shape_only_variables(outputs: Sequence[Variable]) -> set:
+    """The integer variables of the graph of ``outputs`` that are used only as shapes or
+    sizes (:func:`shape_use`), directly or through integer arithmetic. Not the outputs."""
+    nodes = io_toposort(list(graph_inputs(outputs)), list(outputs))
+    clients: dict = {}
+    for node in nodes:
+        for k, i in enumerate(node.inputs):
+            clients.setdefault(i, []).append((node, k))
+    only: set = set()
+    for node in reversed(nodes):
+        for out in node.outputs:
+            uses = clients.get(out)
+            if not uses or not out.dtype.startswith(("int", "uint")):
+                continue
+            if all(
+                shape_use(c, k)
+                or (isinstance(c.op, _SHAPE_ARITHMETIC) and all(o in only for o in c.outputs))
+                for c, k in uses
+            ):
+                only.add(out)
+    return only
 
 
 def one_number(a: np.ndarray) -> bool:

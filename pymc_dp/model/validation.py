@@ -50,6 +50,7 @@ from pymc_dp.model.constants import (
     cross_row_constant_expression,
     has_rows,
     may_hold_people,
+    shape_only_variables,
 )
 
 __all__ = ["ModelChecks"]
@@ -256,13 +257,14 @@ class ModelChecks:
             graphs.append([raw] if isinstance(raw, Variable) else list(raw))
         sideways = spread = False
         for graph in graphs:
+            shape_only = shape_only_variables(graph)  # (inner graphs: none, fail closed)
             for const, node, position in constant_uses(graph, blockers=free):
                 shape = np.shape(const.data)
                 if shape[0] == n:
                     continue  # per-datum (an input of the compiled graph, or proven inside)
                 if n in shape[1:]:
                     sideways = True
-                elif may_hold_people(const, node, position):
+                elif may_hold_people(const, node, position, shape_only):
                     spread = True
         if sideways:
             # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]

@@ -136,10 +136,32 @@ def _placed_then_picked(kind):
     pm.Normal("y", table[pm.Data("g", PERSON)], 1, observed=Y)
 
 
+def _picked_entry_by_entry(kind):  # (an independent review's: PyMC folds R[k] into scalars)
+    a = pm.Normal("a", shape=3)
+    region = pt.as_tensor(REGION)
+    pm.Normal("y", pt.stack([a[region[k]] for k in range(M)])[pm.Data("g", PERSON)], 1,
+              observed=Y)
+
+
+def _integer_values_entry_by_entry(kind):
+    b, ages = pm.Normal("b"), pt.as_tensor(np.array([34, 71, 19, 52, 46]))
+    pm.Normal("y", pt.stack([b * ages[k] for k in range(M)])[pm.Data("g", PERSON)], 1,
+              observed=Y)
+
+
+def _split_sizes_read_back(kind):  # the pieces' lengths hold the table
+    b, sizes = pm.Normal("b"), np.array([4, 2, 6, 3, 5, 20])
+    pieces = pt.split(pt.zeros(40) + b, sizes, n_splits=6)
+    pm.Normal("y", pt.stack([b * p.shape[0] for p in pieces[:M]])[pm.Data("g", PERSON)], 1,
+              observed=Y)
+
+
 @pytest.mark.parametrize(
     "build, kind",
     [(_picked_by_a_table, "NumPy"), (_picked_by_a_table, "pm.Data"),
-     (_picked_then_transformed, None), (_placed_by_a_table, None), (_placed_then_picked, None)],
+     (_picked_then_transformed, None), (_placed_by_a_table, None), (_placed_then_picked, None),
+     (_picked_entry_by_entry, None), (_integer_values_entry_by_entry, None),
+     (_split_sizes_read_back, None)],
 )
 def test_an_index_array_of_peoples_values_is_refused(build, kind):
     with pm.Model() as m:
