@@ -380,12 +380,14 @@ _INDEXING = (Subtensor, AdvancedSubtensor, IncSubtensor, AdvancedIncSubtensor)
 def may_hold_people(const: Constant, node, position, shape_only=frozenset()) -> bool:
     """Whether a use of an array constant (not on the datum axis) may spread people's values.
 
-    Shapes, sizes and index arrays do not (PyMC's and PyTensor's own constants are of
-    these kinds, and an entry of a constant shape vector); a table indexed by per-row
-    integers (one entry read by many rows) always may, whatever its values; any other use
-    (values broadcast to every row) may unless the array holds no more than a scalar does
-    (:func:`one_number`). ``shape_only``: the variables of the graph used only as shapes
-    (:func:`shape_only_variables`); an entry of an integer array passes only into those.
+    Shapes and sizes do not (PyMC's and PyTensor's own constants are of these kinds), nor
+    does an entry of a constant shape vector used only as a shape (``shape_only``: the
+    variables of the graph :func:`shape_only_variables` finds). An index array or the
+    sizes of split pieces may, unless their layout follows from their length
+    (:func:`shape_determined_index`). A table indexed by per-row integers (one entry read
+    by many rows) always may, whatever its values; any other use (values broadcast to
+    every row) may unless the array holds no more than a scalar does (:func:`one_number`,
+    a range).
     """
     if node is None:
         return np.size(const.data) > 1
