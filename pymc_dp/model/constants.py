@@ -43,7 +43,6 @@ __all__ = [
     "constant_uses",
     "may_hold_people",
     "shape_determined_index",
-    "public_lengths",
     "shape_only_variables",
     "one_number",
     "scaled_identity",
@@ -378,43 +377,37 @@ def shape_use(node, position: int) -> bool:
 _INDEXING = (Subtensor, AdvancedSubtensor, IncSubtensor, AdvancedIncSubtensor)
 
 
-def may_hold_people(
-    const: Constant, node, position, lengths=frozenset(), shape_only=frozenset()
-) -> bool:
+def may_hold_people(const: Constant, node, position, shape_only=frozenset()) -> bool:
     """Whether a use of an array constant (not on the datum axis) may spread people's values.
 
-    A whole shape vector does not when every entry is one of the model's public
-    ``lengths`` (:func:`public_lengths`: n, the data's and the parameters' own dimensions,
-    1); other integers do, since a length decides values as well (a reshape picks which
-    parameter lands at a position). An entry of a constant shape vector (PyMC's folded
-    ``[n, k]``) does not where the graph uses it only as a shape (``shape_only``:
-    :func:`shape_only_variables`). An index array or the sizes of split pieces may, unless
-    their layout follows from their length (:func:`shape_determined_index`). A table
-    indexed by per-row integers (one entry read by many rows) always may, whatever its
-    values; any other use (values broadcast to every row) may unless the array holds no
-    more than a scalar does (:func:`one_number`, a range).
+    Shapes and sizes do not (PyMC's and PyTensor's own constants are of these kinds), nor
+    does an entry of a constant shape vector used only as a shape (``shape_only``: the
+    variables of the graph :func:`shape_only_variables` finds). An index array or the
+    sizes of split pieces may, unless their layout follows from their length
+    (:func:`shape_determined_index`). A table indexed by per-row integers (one entry read
+    by many rows) always may, whatever its values; any other use (values broadcast to
+    every row) may unless the array holds no more than a scalar does (:func:`one_number`,
+    a range).
     """
     if node is None:
         return np.size(const.data) > 1
-    a = np.asarray(const.data)
     if isinstance(node.op, Split) and position == len(node.inputs) - 1:
-        # The sizes of the pieces, which decide which values land where. Two sizes hold one
+        # The sizes of the pieces, which their shapes read back as values. Two sizes hold one
         # number (they add up to a public length): PyMC's random walk splits [1, steps].
-        return a.size > 2 and not shape_determined_index(a)
+        sizes = np.asarray(const.data)
+        return sizes.size > 2 and not shape_determined_index(sizes)
     if structural_use(node, position):
         # An index array selects or places values: a per-person table written as positions
         # (a[table][g], zeros(k)[table].set(a)) moves every row its entries reach. Only
         # layouts a shape determines pass (a range, a triangle's indices: PyMC's own).
-        if isinstance(node.op, _INDEXING):
-            return a.size > 1 and not shape_determined_index(a)
-        if isinstance(node.op, Shape | Shape_i | Elemwise):  # (Elemwise: fill reads a shape)
-            return False  # only its shape is read
-        return not _of_lengths(a, lengths | {-1})  # (-1: reshape's inferred length)
+        if isinstance(node.op, _INDEXING) and np.size(const.data) > 1:
+            return not shape_determined_index(np.asarray(const.data))
+        return False
     if (
         isinstance(node.op, Subtensor)
         and position == 0
+        and const.dtype.startswith(("int", "uint"))
         and all(isinstance(i, Constant) for i in node.inputs[1:])
-        and a.dtype.kind in "iu"
         and node.outputs[0] in shape_only
     ):
         # an entry of a constant shape vector ([n, k], PyMC's folded shapes), used as a
@@ -425,30 +418,11 @@ def may_hold_people(
         # (never by its values: a per-person table whose entries happen to be equal would
         # pass, and one person's differing entry would then be refused)
         return True
-    if one_number(a) or _is_range(a):
+    if one_number(np.asarray(const.data)) or _is_range(np.asarray(const.data)):
         # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d), a range:
         # PyMC folds arange(1, k + 1) into one when a model's graph is rewritten in place)
         return False
     return np.size(const.data) > 1
-
-
-def _of_lengths(a: np.ndarray, lengths) -> bool:
-    """Whether ``a`` holds integers that are all among ``lengths`` (or none at all)."""
-    return np.issubdtype(a.dtype, np.integer) and all(int(v) in lengths for v in a.flat)
-
-
-def public_lengths(model, n: int) -> frozenset:
-    """The lengths a model shows whatever its data hold: 1, n, and every static dimension
-    of its parameters, its observed values and its data containers (their shapes are
-    public; their values are not read)."""
-    found = {1, n}
-    variables = [*model.rvs_to_values.values(), *model.data_vars]
-    for v in variables:
-        shape = getattr(v.type, "shape", ())
-        if getattr(v, "get_value", None) is not None:  # a data container: its current shape
-            shape = np.shape(v.get_value(borrow=True))
-        found.update(int(d) for d in shape if d is not None)
-    return frozenset(found)
 
 
 def _is_range(a: np.ndarray) -> bool:

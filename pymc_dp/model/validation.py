@@ -50,7 +50,6 @@ from pymc_dp.model.constants import (
     cross_row_constant_expression,
     has_rows,
     may_hold_people,
-    public_lengths,
     shape_only_variables,
 )
 
@@ -257,7 +256,6 @@ class ModelChecks:
                 continue  # derived from an inner graph, which is entered
             graphs.append([raw] if isinstance(raw, Variable) else list(raw))
         sideways = spread = False
-        lengths = public_lengths(model, n)
         for graph in graphs:
             shape_only = shape_only_variables(graph)  # (inner graphs: none, fail closed)
             for const, node, position in constant_uses(graph, blockers=free):
@@ -266,7 +264,7 @@ class ModelChecks:
                     continue  # per-datum (an input of the compiled graph, or proven inside)
                 if n in shape[1:]:
                     sideways = True
-                elif may_hold_people(const, node, position, lengths, shape_only):
+                elif may_hold_people(const, node, position, shape_only):
                     spread = True
         if sideways:
             # (No shapes or counts in the message: a constant PyMC folded from data, x[x > 0]

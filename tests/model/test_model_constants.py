@@ -156,17 +156,9 @@ def _split_sizes_read_back(kind):  # the pieces' lengths hold the table
               observed=Y)
 
 
-def _reshaped_by_a_table(kind):  # (the second review's: the table as a whole shape)
-    a, lengths = pm.Normal("a", shape=12), np.array([2, 3, 6, 4, 2])
-    grid = pt.reshape(pt.concatenate([a * (j + 1.0) for j in range(96)]),
-                      np.append(lengths, 1152 // lengths.prod()))
-    picked = pt.stack([grid[tuple(int(j == k) for j in range(M + 1))] for k in range(M)])
-    pm.Normal("y", picked[pm.Data("g", PERSON)], 1, observed=Y)
-
-
 @pytest.mark.parametrize(
     "build, kind",
-    [(_reshaped_by_a_table, None), (_picked_by_a_table, "NumPy"), (_picked_by_a_table, "pm.Data"),
+    [(_picked_by_a_table, "NumPy"), (_picked_by_a_table, "pm.Data"),
      (_picked_then_transformed, None), (_placed_by_a_table, None), (_placed_then_picked, None),
      (_picked_entry_by_entry, None), (_integer_values_entry_by_entry, None),
      (_split_sizes_read_back, None)],
