@@ -389,19 +389,19 @@ def may_hold_people(const: Constant, node, position, shape_only=frozenset()) -> 
     every row) may unless the array holds no more than a scalar does (:func:`one_number`,
     a range).
     """
+    a = np.asarray(const.data)
     if node is None:
-        return np.size(const.data) > 1
+        return a.size > 1
     if isinstance(node.op, Split) and position == len(node.inputs) - 1:
         # The sizes of the pieces, which their shapes read back as values. Two sizes hold one
         # number (they add up to a public length): PyMC's random walk splits [1, steps].
-        sizes = np.asarray(const.data)
-        return sizes.size > 2 and not shape_determined_index(sizes)
+        return a.size > 2 and not shape_determined_index(a)
     if structural_use(node, position):
         # An index array selects or places values: a per-person table written as positions
         # (a[table][g], zeros(k)[table].set(a)) moves every row its entries reach. Only
         # layouts a shape determines pass (a range, a triangle's indices: PyMC's own).
-        if isinstance(node.op, _INDEXING) and np.size(const.data) > 1:
-            return not shape_determined_index(np.asarray(const.data))
+        if isinstance(node.op, _INDEXING):
+            return a.size > 1 and not shape_determined_index(a)
         return False
     if (
         isinstance(node.op, Subtensor)
@@ -418,11 +418,11 @@ def may_hold_people(const: Constant, node, position, shape_only=frozenset()) -> 
         # (never by its values: a per-person table whose entries happen to be equal would
         # pass, and one person's differing entry would then be refused)
         return True
-    if one_number(np.asarray(const.data)) or _is_range(np.asarray(const.data)):
+    if one_number(a) or _is_range(a):
         # no more than a scalar constant (np.ones(p), np.full(p, c), np.eye(d), a range:
         # PyMC folds arange(1, k + 1) into one when a model's graph is rewritten in place)
         return False
-    return np.size(const.data) > 1
+    return a.size > 1
 
 
 def _is_range(a: np.ndarray) -> bool:
@@ -473,7 +473,8 @@ def shape_only_variables(outputs: Sequence[Variable]) -> set:
     for node in reversed(nodes):
         for out in node.outputs:
             uses = clients.get(out)
-            if not uses or not out.dtype.startswith(("int", "uint")):
+            # (a generator's or a None output has no dtype: never a shape)
+            if not uses or not getattr(out, "dtype", "").startswith(("int", "uint")):
                 continue
             if all(
                 shape_use(c, k)
